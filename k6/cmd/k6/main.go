@@ -1,0 +1,14 @@
+// Command k6 is tidb-bench-stack's k6: stock go.k6.io/k6 plus the xk6-sql extension
+// and our MySQL driver module (JS import path k6/x/sql/driver/mysql).
+package main
+
+import (
+	k6cmd "go.k6.io/k6/cmd"
+
+	_ "github.com/grafana/xk6-sql"       // k6/x/sql
+	_ "tidb-bench-stack/k6/driver/mysql" // k6/x/sql/driver/mysql
+)
+
+func main() {
+	k6cmd.Execute()
+}

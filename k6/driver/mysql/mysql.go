@@ -1,0 +1,217 @@
+// Package mysql is the k6/x/sql/driver/mysql module of tidb-bench-stack.
+//
+// Scripts import it exactly as they import grafana/xk6-sql-driver-mysql:
+//
+//	import sql from "k6/x/sql";
+//	import driver from "k6/x/sql/driver/mysql";
+//	const db = sql.open(driver, "user:pass@tcp(127.0.0.1:4000)/sbtest");
+//
+// Underneath is github.com/go-sql-driver/mysql. The one difference from the official
+// module is how a statement with arguments reaches the server: the official driver
+// prepares, executes and closes it on every call (three round trips), while this one
+// prepares each distinct statement once per connection and re-executes it, as sysbench
+// does with its server-side prepared statements. Statements without arguments (BEGIN,
+// COMMIT, DDL) go as plain text queries, as sysbench sends them. Scripts stay portable:
+// they run unchanged on a stock k6 with the official driver, only slower.
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"sync"
+
+	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/grafana/sobek"
+	xsql "github.com/grafana/xk6-sql/sql"
+	"go.k6.io/k6/js/modules"
+)
+
+// DriverName is the database/sql driver name this module registers.
+const DriverName = "tbs-mysql"
+
+// ImportPath is the JS import path, the same as the official driver module's.
+const ImportPath = "k6/x/sql/driver/mysql"
+
+// maxCachedStmts bounds the prepared statements kept per connection (sysbench prepares
+// fewer than 20 per connection; MySQL's max_prepared_stmt_count is server-wide).
+const maxCachedStmts = 256
+
+func init() {
+	sql.Register(DriverName, &Driver{})
+	modules.Register(ImportPath, &rootModule{id: xsql.RegisterDriver(DriverName)})
+}
+
+// rootModule exports the driver id symbol as the module's default export, as
+// xk6-sql's RegisterModule does, but pointing at our database/sql driver.
+type rootModule struct{ id *sobek.Symbol }
+
+func (r *rootModule) NewModuleInstance(_ modules.VU) modules.Instance { return &instance{id: r.id} }
+
+type instance struct{ id *sobek.Symbol }
+
+func (i *instance) Exports() modules.Exports { return modules.Exports{Default: i.id} }
+
+// Driver is a database/sql driver wrapping go-sql-driver/mysql.
+type Driver struct{}
+
+// Open implements driver.Driver.
+func (d *Driver) Open(dsn string) (driver.Conn, error) {
+	c, err := d.OpenConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return c.Connect(context.Background())
+}
+
+// OpenConnector implements driver.DriverContext.
+func (d *Driver) OpenConnector(dsn string) (driver.Connector, error) {
+	cfg, err := gomysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	inner, err := gomysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &connector{inner: inner, drv: d}, nil
+}
+
+type connector struct {
+	inner driver.Connector
+	drv   *Driver
+}
+
+func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Conn{inner: conn, stmts: map[string]driver.Stmt{}}, nil
+}
+
+func (c *connector) Driver() driver.Driver { return c.drv }
+
+// Conn is one server connection with its cache of prepared statements.
+type Conn struct {
+	inner driver.Conn
+	mu    sync.Mutex
+	stmts map[string]driver.Stmt
+	order []string
+}
+
+var (
+	_ driver.Conn               = (*Conn)(nil)
+	_ driver.QueryerContext     = (*Conn)(nil)
+	_ driver.ExecerContext      = (*Conn)(nil)
+	_ driver.ConnBeginTx        = (*Conn)(nil)
+	_ driver.Pinger             = (*Conn)(nil)
+	_ driver.SessionResetter    = (*Conn)(nil)
+	_ driver.Validator          = (*Conn)(nil)
+	_ driver.NamedValueChecker  = (*Conn)(nil)
+	_ driver.ConnPrepareContext = (*Conn)(nil)
+)
+
+// stmt returns the cached prepared statement for query, preparing it on first use.
+func (c *Conn) stmt(ctx context.Context, query string) (driver.Stmt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.stmts[query]; ok {
+		return s, nil
+	}
+	s, err := c.inner.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.order) >= maxCachedStmts {
+		oldest := c.order[0]
+		c.order = c.order[1:]
+		_ = c.stmts[oldest].Close()
+		delete(c.stmts, oldest)
+	}
+	c.stmts[query] = s
+	c.order = append(c.order, query)
+	return s, nil
+}
+
+// QueryContext implements driver.QueryerContext.
+func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if len(args) == 0 {
+		return c.inner.(driver.QueryerContext).QueryContext(ctx, query, nil)
+	}
+	s, err := c.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return s.(driver.StmtQueryContext).QueryContext(ctx, args)
+}
+
+// ExecContext implements driver.ExecerContext.
+func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if len(args) == 0 {
+		return c.inner.(driver.ExecerContext).ExecContext(ctx, query, nil)
+	}
+	s, err := c.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return s.(driver.StmtExecContext).ExecContext(ctx, args)
+}
+
+// PrepareContext implements driver.ConnPrepareContext (explicit prepares are not cached).
+func (c *Conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	return c.inner.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+}
+
+// Prepare implements driver.Conn.
+func (c *Conn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+// Begin implements driver.Conn.
+func (c *Conn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+// BeginTx implements driver.ConnBeginTx.
+func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	return c.inner.(driver.ConnBeginTx).BeginTx(ctx, opts)
+}
+
+// Close implements driver.Conn: it closes the cached statements, then the connection.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	for _, s := range c.stmts {
+		_ = s.Close()
+	}
+	c.stmts, c.order = nil, nil
+	c.mu.Unlock()
+	return c.inner.Close()
+}
+
+// Ping implements driver.Pinger.
+func (c *Conn) Ping(ctx context.Context) error { return c.inner.(driver.Pinger).Ping(ctx) }
+
+// ResetSession implements driver.SessionResetter.
+func (c *Conn) ResetSession(ctx context.Context) error {
+	if r, ok := c.inner.(driver.SessionResetter); ok {
+		return r.ResetSession(ctx)
+	}
+	return nil
+}
+
+// IsValid implements driver.Validator.
+func (c *Conn) IsValid() bool {
+	if v, ok := c.inner.(driver.Validator); ok {
+		return v.IsValid()
+	}
+	return true
+}
+
+// CheckNamedValue implements driver.NamedValueChecker.
+func (c *Conn) CheckNamedValue(nv *driver.NamedValue) error {
+	if ch, ok := c.inner.(driver.NamedValueChecker); ok {
+		return ch.CheckNamedValue(nv)
+	}
+	return driver.ErrSkip
+}

@@ -1,0 +1,10 @@
+# Pinned versions of everything the local stack builds from the Go module proxy.
+# (Debian packages come from the distribution release; compose images are pinned in .env.)
+# shellcheck shell=bash
+TIDB_MODULE_VERSION=v1.1.0-beta.0.20251126154744-e4e814fdc0af
+TIDB_PARSER_VERSION=v0.0.0-20251126154744-e4e814fdc0af
+# What tidb_version() reports for our module build (the module proxy has no git checkout).
+TIDB_GIT_HASH=e4e814fdc0af
+TIDB_RELEASE="${TIDB_MODULE_VERSION}+module-build"
+LOKI_VERSION=v3.7.8
+COMPOSE_VERSION=v2.40.3
