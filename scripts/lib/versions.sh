@@ -7,4 +7,6 @@ TIDB_PARSER_VERSION=v0.0.0-20251126154744-e4e814fdc0af
 TIDB_GIT_HASH=e4e814fdc0af
 TIDB_RELEASE="${TIDB_MODULE_VERSION}+module-build"
 LOKI_VERSION=v3.7.8
+# promtail is no longer in Loki's module after v3.5; v3.5.3 is its last home there.
+PROMTAIL_VERSION=v3.5.3
 COMPOSE_VERSION=v2.40.3

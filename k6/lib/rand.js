@@ -1,0 +1,115 @@
+// sysbench's random numbers (src/sb_rand.c), for k6.
+//
+// Each distribution maps a uniform double in [0, 1) to an integer in [a, b] with sysbench's
+// formula, constants and integer truncation: uniform, gaussian (sum of rand_spec_iter
+// uniforms), special (rand_spec_pct / rand_spec_res), pareto (rand_pareto_h) and zipfian
+// (rand_zipfian_exp; rejection-inversion as in sysbench 1.1). With rand_seed = 0 the source
+// is Math.random; otherwise a seeded generator (sfc32), one stream per VU, so a run is
+// repeatable for a given seed and VU.
+
+export const RAND_TYPES = ['uniform', 'gaussian', 'special', 'pareto', 'zipfian'];
+
+// sfc32: a small, fast 32-bit generator with a 128-bit state (PractRand-tested).
+export function seededSource(seed, stream) {
+  let a = (seed >>> 0) ^ 0x9e3779b9;
+  let b = (stream >>> 0) ^ 0x243f6a88;
+  let c = 0xb7e15162;
+  let d = 1;
+  const next = () => {
+    const t = (((a + b) | 0) + d) | 0;
+    d = (d + 1) | 0;
+    a = b ^ (b >>> 9);
+    b = (c + (c << 3)) | 0;
+    c = (c << 21) | (c >>> 11);
+    c = (c + t) | 0;
+    return (t >>> 0) / 4294967296;
+  };
+  for (let i = 0; i < 16; i++) next(); // mix the seed in
+  return next;
+}
+
+function helper1(x) { // log(1 + x) / x
+  return Math.abs(x) > 1e-8 ? Math.log1p(x) / x : 1 - x * (0.5 - x * (0.33333333333333333 - 0.25 * x));
+}
+function helper2(x) { // (exp(x) - 1) / x
+  return Math.abs(x) > 1e-8 ? Math.expm1(x) / x : 1 + x * 0.5 * (1 + x * 0.33333333333333333 * (1 + 0.25 * x));
+}
+function hIntegral(x, e) { const logX = Math.log(x); return helper2((1 - e) * logX) * logX; }
+function h(x, e) { return Math.exp(-e * Math.log(x)); }
+function hIntegralInverse(x, e) {
+  let t = x * (1 - e);
+  if (t < -1) t = -1;
+  return Math.exp(helper1(t) * x);
+}
+
+// makeRand(opts, random) -> { uniform(a, b), def(a, b), string(template) }
+// opts: rand_type, rand_spec_iter, rand_spec_pct, rand_spec_res, rand_pareto_h, rand_zipfian_exp
+export function makeRand(opts, random) {
+  const iter = opts.rand_spec_iter;
+  const iterMult = 1.0 / iter;
+  const pctMult = opts.rand_spec_pct / 100.0;
+  const pct2Mult = opts.rand_spec_pct / 200.0;
+  const resMult = 100.0 / (100.0 - opts.rand_spec_res);
+  const paretoPower = Math.log(opts.rand_pareto_h) / Math.log(1.0 - opts.rand_pareto_h);
+  const zExp = opts.rand_zipfian_exp;
+  const zS = 2 - hIntegralInverse(hIntegral(2.5, zExp) - h(2, zExp), zExp);
+  const zX1 = hIntegral(1.5, zExp) - 1;
+
+  const uniform = (a, b) => a + Math.floor(random() * (b - a + 1));
+
+  const gaussian = (a, b) => {
+    const t = b - a + 1;
+    let sum = 0;
+    for (let i = 0; i < iter; i++) sum += random() * t;
+    return a + Math.floor(sum * iterMult);
+  };
+
+  const special = (a, b) => {
+    const t = b - a;
+    const rnd = random();
+    if (rnd * t * resMult < t) {
+      // (100 - rand_spec_res)% of values: gaussian over the whole range
+      let sum = 0;
+      for (let i = 0; i < iter; i++) sum += random();
+      return a + Math.floor(sum * t * iterMult);
+    }
+    // rand_spec_res% of values: uniform over rand_spec_pct% of the range, centred
+    const d = t * pctMult;
+    const res = rnd * (d + 1) + t / 2 - t * pct2Mult;
+    return a + Math.floor(res);
+  };
+
+  const pareto = (a, b) => a + Math.floor((b - a + 1) * Math.pow(random(), paretoPower));
+
+  const zipfian = (a, b) => {
+    const n = b - a + 1;
+    const hN = hIntegral(n + 0.5, zExp);
+    for (;;) {
+      const u = hN + random() * (zX1 - hN);
+      const x = hIntegralInverse(u, zExp);
+      let k = Math.floor(x + 0.5);
+      if (k < 1) k = 1; else if (k > n) k = n;
+      if (k - x <= zS || u >= hIntegral(k + 0.5, zExp) - h(k, zExp)) return a + k - 1;
+    }
+  };
+
+  const byName = { uniform, gaussian, special, pareto, zipfian };
+  const def = byName[opts.rand_type];
+  if (!def) throw new Error(`rand_type '${opts.rand_type}' is not valid (valid: ${RAND_TYPES.join(', ')})`);
+
+  // sysbench.rand.string: '#' -> a digit, '@' -> a lowercase letter, anything else kept.
+  const DIGITS = '0123456789';
+  const LETTERS = 'abcdefghijklmnopqrstuvwxyz';
+  const string = (template) => {
+    let out = '';
+    for (let i = 0; i < template.length; i++) {
+      const ch = template[i];
+      if (ch === '#') out += DIGITS[Math.floor(random() * 10)];
+      else if (ch === '@') out += LETTERS[Math.floor(random() * 26)];
+      else out += ch;
+    }
+    return out;
+  };
+
+  return { uniform, def, string, byName };
+}
