@@ -295,7 +295,7 @@ def dashboard(uid, title, description, tags, variables, items, time_from="now-1h
 def measured_seconds(marker_sel, window):
     end = f'max by (threads) (max_over_time(k6_oltp_marker{{{marker_sel}, event="measure_end"}}[{window}]))'
     start = f'max by (threads) (max_over_time(k6_oltp_marker{{{marker_sel}, event="measure_start"}}[{window}]))'
-    return f"(({end}) - on (threads) ({start})) / 1000"
+    return f"((({end}) - on (threads) ({start})) / 1000)"
 
 
 def step_total(metric, sel, window):
@@ -307,8 +307,16 @@ def step_rate(metric, sel, marker_sel, window):
 
 
 def step_quantile(q, sel, window, scale=1000):
-    return (f"histogram_quantile({q}, sum by (threads) "
-            f"(last_over_time(k6_oltp_latency_seconds{{{sel}}}[{window}]))) * {scale}")
+    """The step's quantile from its whole histogram: last_over_time of the cumulative native
+    histogram (exact, docs/CONTRACT.md). Debian bookworm's Prometheus 2.42 drops the histogram in
+    last_over_time (it returns a float 0, so the first operand is empty); there the quantile of
+    increase() over the window is used instead, which leaves out the events before the phase's
+    first remote-write push (the first few seconds of the measured window)."""
+    exact = (f"histogram_quantile({q}, sum by (threads) "
+             f"(last_over_time(k6_oltp_latency_seconds{{{sel}}}[{window}])))")
+    approx = (f"histogram_quantile({q}, sum by (threads) "
+              f"(increase(k6_oltp_latency_seconds{{{sel}}}[{window}])))")
+    return f"({exact} or on (threads) {approx}) * {scale}"
 
 
 def step_errors(sel, window):
@@ -839,8 +847,9 @@ def logs():
               ds=LOKI, w=12, h=7, custom={"drawStyle": "bars", "fillOpacity": 60,
                                           "stacking": {"mode": "normal", "group": "A"}}),
         panel("timeseries", "Errors and warnings by service",
-              "Log lines mentioning an error, warning, panic or fatal condition, by service.",
-              "short", [target(f'sum by (service) (count_over_time({{{lg}}} |~ "(?i)(error|warn|panic|fatal)" [$__interval]))',
+              "Log lines mentioning an error, warning, panic or fatal condition, by service (0 for a service with none).",
+              "short", [target(f'sum by (service) (count_over_time({{{lg}}} |~ "(?i)(error|warn|panic|fatal)" [$__interval]))'
+                               f' or sum by (service) (0 * count_over_time({{{lg}}} [$__interval]))',
                                "{{service}}", ds=LOKI)],
               ds=LOKI, w=12, h=7, custom={"drawStyle": "bars", "fillOpacity": 60,
                                           "stacking": {"mode": "normal", "group": "A"}}),
