@@ -1,8 +1,8 @@
 """Static checks of the Grafana dashboards and their provisioning (issue #5).
 
 No service is needed, but the real parsers are: grafana/exprcheck (Go: Prometheus' PromQL parser
-and Loki's LogQL parser, built on first use) and promtool (Debian's `prometheus` package, the
-Prometheus that runs the stack). A missing tool fails these tests; it does not skip them.
+and Loki's LogQL parser, built on first use) and promtool (of the Prometheus the stack runs:
+bin/promtool, else Debian's `prometheus` package). A missing tool fails these tests; it does not skip them.
 The one test that skips is the Grafana server test, when no grafana-server is on PATH.
 """
 import json
@@ -279,11 +279,22 @@ def test_exprcheck_rejects_bad_expressions():
     assert [r["ok"] for r in res] == [False, False, False, True]
 
 
+def stack_promtool():
+    """The promtool of the Prometheus the local stack runs: bin/promtool when the project built
+    its Prometheus (scripts/build prometheus), else the one on PATH (Debian's package)."""
+    own = os.path.join(ROOT, "bin", "promtool")
+    if os.access(own, os.X_OK):
+        return own
+    found = shutil.which("promtool")
+    return found if found and os.access(os.path.realpath(found), os.X_OK) else None
+
+
 def test_promql_parses_with_the_stacks_prometheus(parsed, tmp_path):
-    """promtool (Debian's prometheus 2.42, the server the stack runs) parses every expression:
-    each becomes a recording rule and `promtool check rules` validates it."""
-    promtool = shutil.which("promtool")
-    assert promtool, "promtool is missing: install Debian's prometheus package (scripts/test-setup.d/50-dashboards.sh)"
+    """The promtool of the Prometheus the stack runs parses every expression: each becomes a
+    recording rule and `promtool check rules` validates it."""
+    promtool = stack_promtool()
+    assert promtool, ("promtool is missing: scripts/build prometheus, or Debian's prometheus "
+                      "package (scripts/test-setup.d/50-dashboards.sh installs it)")
     rules = [{"record": f"tbs:check_{i}", "expr": item["expr"]}
              for i, (q, item, r) in enumerate(parsed) if q.lang == "promql"]
     f = tmp_path / "rules.yml"

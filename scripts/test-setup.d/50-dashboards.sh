@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Setup for tests/test_dashboards.py and tests/test_dashboards_live.py (issue #5), on a fresh
 # Debian machine as root; idempotent.
-#  - promtool: Debian's `prometheus` package (the Prometheus the stack runs), to parse every
-#    PromQL expression the way the stack's server does.
+#  - promtool of the Prometheus the stack runs (bin/promtool from scripts/build, else Debian's
+#    `prometheus` package), to parse every PromQL expression the way the stack's server does.
 #  - grafana/exprcheck: our Go program on Prometheus' PromQL parser and Loki's LogQL parser,
 #    pinned by grafana/exprcheck/go.mod + go.sum (Go module proxy), built into the cache.
 #  - the dashboards' generator needs only Python's standard library; the tests need PyYAML
@@ -11,7 +11,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 log() { printf '[%s] 50-dashboards: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-if ! command -v promtool >/dev/null 2>&1; then
+# promtool of the stack's Prometheus: bin/promtool when scripts/build made it, else Debian's.
+promtool_ok() { [ -x "$ROOT/bin/promtool" ] || { p=$(command -v promtool) && [ -x "$(readlink -f "$p")" ]; }; }
+if ! promtool_ok; then
   log "installing Debian package prometheus (promtool)"
   policy=/usr/sbin/policy-rc.d made_policy=
   # keep the package's own service from starting: the stack runs its own Prometheus

@@ -1,0 +1,354 @@
+"""Live checks of the dashboards on the local stack (issue #5).
+
+Two real 2-step sysbench runs with our k6 — oltp_read_write against the local TiDB and against
+the local MariaDB — then every panel, annotation and variable query that concerns the local
+stack (TiKV and PD need the compose cluster) is run against Prometheus and Loki with the
+dashboard variables set to those runs, and must return data. The step table's QPS per step must
+equal k6's own per-step figure (the run's JSON summary) within 2%.
+"""
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pymysql
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "grafana"))
+import dashtools as dt  # noqa: E402
+
+STATE = os.environ.get("TBS_STATE", os.path.join(ROOT, ".stack"))
+PROM = "http://127.0.0.1:9090"
+LOKI = "http://127.0.0.1:3100"
+PORTS = {"tidb": 4000, "mariadb": 3306}
+DB = "sbtest_dashboards"  # our own database (the sbtest user owns sbtest*)
+STEPS = "2,4"
+TIME_S, WARMUP_S = 8, 3   # per step: 3 s warm-up + 8 s measured (+3 s grace): ~28 s a run
+
+# The official k6 dashboard for Prometheus with native histograms ("k6 Prometheus (Native
+# Histograms)", grafana/xk6-output-prometheus-remote: grafana/dashboards/
+# k6-prometheus-native-histogram.json) selects runs with the variable
+# `label_values(testid)` and filters every query by testid=~"$testid". These are its queries
+# that do not depend on HTTP (our runs make SQL calls); they must work on our runs.
+OFFICIAL_K6_QUERIES = [
+    ("Performance Overview: vus", 'avg(k6_vus{testid=~"$testid"})'),
+    ("Iterations: iteration_duration_q$quantile",
+     'histogram_quantile($quantile, sum by(le) (rate(k6_iteration_duration_seconds{testid=~"$testid"}[$__rate_interval])))'),
+]
+
+
+# ------------------------------------------------------------------------------ HTTP helpers
+def get_json(url, params):
+    full = url + "?" + urllib.parse.urlencode(params)
+    try:
+        with urllib.request.urlopen(full, timeout=30) as r:
+            body = json.load(r)
+    except urllib.error.HTTPError as e:
+        raise AssertionError(f"{full}: HTTP {e.code}: {e.read().decode()[:500]}") from None
+    assert body.get("status") == "success", body
+    return body["data"]
+
+
+def prom_instant(expr, at):
+    return get_json(f"{PROM}/api/v1/query", {"query": expr, "time": f"{at:.3f}"})["result"]
+
+
+def prom_range(expr, start, end, step=5):
+    return get_json(f"{PROM}/api/v1/query_range",
+                    {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": step})["result"]
+
+
+def loki_range(expr, start, end, step=5):
+    return get_json(f"{LOKI}/loki/api/v1/query_range",
+                    {"query": expr, "start": str(int(start * 1e9)), "end": str(int(end * 1e9)),
+                     "step": step, "limit": 100})["result"]
+
+
+def has_values(result):
+    for r in result:
+        vals = r.get("values") or ([r["value"]] if "value" in r else [])
+        if any(not math.isnan(float(v[1])) for v in vals):
+            return True
+        if r.get("histograms") or r.get("histogram"):
+            return True
+    return False
+
+
+def grafana_regex(value):
+    """A value as Grafana puts a multi-value variable into a PromQL regex matcher."""
+    value = value.replace("\\", "\\\\\\\\")
+    return re.sub(r"[$^*{}\[\]'+?.()|]", lambda m: "\\\\" + m.group(0), value)
+
+
+# ------------------------------------------------------------------------------ the runs
+def run(cmd, **kw):
+    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    assert p.returncode == 0, f"{' '.join(cmd)} exited {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+    return p
+
+
+def k6(*args, env=None):
+    e = {**os.environ, **(env or {})}
+    return run([os.path.join(ROOT, "scripts", "k6"), "run", "-q", *args], cwd=os.path.join(ROOT, "k6"),
+               env=e, timeout=300)
+
+
+def sbtest_password():
+    with open(os.path.join(STATE, "secrets", "sbtest"), encoding="utf-8") as f:
+        return f.read().strip()
+
+
+def bench_run(target, tmp):
+    """prepare + a 2-step oltp_read_write run; returns k6's JSON summary of the run."""
+    port = PORTS[target]
+    conn = pymysql.connect(host="127.0.0.1", port=port, user="sbtest", password=sbtest_password(),
+                           autocommit=True)
+    with conn, conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
+    common = ["-e", f"mysql_port={port}", "-e", f"mysql_db={DB}", "-e", "tables=2",
+              "-e", "table_size=2000"]
+    k6(*common, "-e", "recreate=true", "prepare.js", env={"K6_OUT": ""})
+    testid = f"dash-{target}-{int(time.time())}"
+    k6(*common, "-e", "workload=oltp_read_write", "-e", f"threads={STEPS}",
+       "-e", f"time={TIME_S}", "-e", f"warmup_time={WARMUP_S}", "-e", f"testid={testid}",
+       "-e", f"results_dir={tmp}", "oltp.js")
+    with open(os.path.join(tmp, f"{testid}.json"), encoding="utf-8") as f:
+        summary = json.load(f)
+    assert summary["testid"] == testid and [s["threads"] for s in summary["steps"]] == [2, 4]
+    return summary
+
+
+class Run:
+    def __init__(self, summary):
+        self.s = summary
+        self.testid = summary["testid"]
+        self.version = summary["version"]
+        self.start = summary["run_start"] / 1000
+        self.end = summary["run_start"] / 1000 + summary["k6"]["test_run_duration_ms"] / 1000
+
+    def window(self):
+        return self.start - 30, self.end + 30
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    run([os.path.join(ROOT, "scripts", "stack"), "up", "--target", "both"], timeout=1800)
+    tmp = str(tmp_path_factory.mktemp("k6-results"))
+    out = {}
+    for target in ("tidb", "mariadb"):
+        out[target] = Run(bench_run(target, tmp))
+    # Everything is in: k6 flushed its last remote write when it stopped; give scrapes
+    # (5 s) and rate windows past the end of the last run, and promtail, time to catch up.
+    last = out["mariadb"]
+    deadline = time.time() + 60
+    while time.time() < max(last.end + 25, 0) or not prom_instant(
+            f'max_over_time(k6_oltp_marker{{testid="{last.testid}", event="run_end"}}[10m])', time.time()):
+        assert time.time() < deadline, "the run_end marker never reached Prometheus"
+        time.sleep(1)
+    deadline = time.time() + 60
+    while not loki_range('{service="k6"} |= "' + last.testid + '"', last.start - 60, time.time()):
+        assert time.time() < deadline, "the k6 log of the run never reached Loki"
+        time.sleep(2)
+    return out
+
+
+@pytest.fixture(scope="module")
+def dashboards():
+    return dt.load_dashboards()
+
+
+def values_for(dash, r, other=None, now=None):
+    """The dashboard variables as Grafana sends them with the run r selected."""
+    start, end = r.window()
+    now = now or time.time()
+    v = dict(dt.static_values(dash))
+    v.update({"__rate_interval": "20s", "__interval": "5s",
+              "__range": f"{int(math.ceil(now - start))}s", "lookback": "1d",
+              "quantile": "0.99", "search": "", "service": ".+",
+              "tidb_instance": ".*", "tikv_instance": ".*", "mysql_instance": ".*", "host": ".*"})
+    uid = dash["uid"]
+    if uid == "tbs-benchmark-run":
+        v.update({"testid": r.testid, "workload": grafana_regex("oltp_read_write"),
+                  "version": grafana_regex(r.version), "threads": "(2|4)"})
+    elif uid == "tbs-run-compare":
+        v.update({"run_a": r.testid, "run_b": other.testid, "testid": ".*"})
+    else:
+        v["testid"] = grafana_regex(r.testid)
+    return v
+
+
+LOCAL_ONLY_EXCLUDED = re.compile(r'\b(tikv_|pd_)|job="(tikv|pd)"')
+
+
+def local(q):
+    """Queries about the local stack (TiKV and PD exist only in the compose cluster)."""
+    return not LOCAL_ONLY_EXCLUDED.search(q.expr)
+
+
+def run_for(dash, runs):
+    """The run a dashboard is checked with: the MariaDB run for the MySQL dashboard."""
+    return runs["mariadb"] if dash["uid"] == "tbs-mysql" else runs["tidb"]
+
+
+# ------------------------------------------------------------------------------ panels
+def test_every_local_panel_query_returns_data(runs, dashboards):
+    failures, checked = [], 0
+    now = time.time()
+    for rel, d in dashboards.items():
+        r = run_for(d, runs)
+        vals = values_for(d, r, other=runs["mariadb"], now=now)
+        start, end = r.window()
+        for q in dt.queries(d):
+            if q.kind != "target" or not local(q):
+                continue
+            expr = dt.substitute(q.expr, vals)
+            checked += 1
+            if q.lang == "logql":
+                res = loki_range(expr, start, end)
+                ok = bool(res) and any(x.get("values") for x in res)
+            elif q.instant:
+                ok = has_values(prom_instant(expr, now))
+            else:
+                ok = has_values(prom_range(expr, start, end))
+            if not ok:
+                failures.append(f"{q.id}: no data\n    {expr}")
+    assert checked >= 70
+    assert not failures, f"{len(failures)} of {checked} queries returned no data:\n" + "\n".join(failures)
+
+
+def test_every_local_variable_query_lists_the_run(runs, dashboards):
+    r = runs["tidb"]
+    expect = {"testid": r.testid, "run_a": r.testid, "run_b": r.testid, "workload": "oltp_read_write",
+              "version": r.version, "threads": "4", "tidb_instance": "127.0.0.1:10080",
+              "mysql_instance": "127.0.0.1:9104", "host": "127.0.0.1:9100"}
+    start, end = runs["tidb"].start - 60, time.time()
+    for rel, d in dashboards.items():
+        vals = values_for(d, r, other=runs["mariadb"])
+        for v in d["templating"]["list"]:
+            if v["type"] != "query":
+                continue
+            q = v["query"]["query"] if isinstance(v["query"], dict) and "query" in v["query"] else v["definition"]
+            m = dt.LABEL_VALUES.match(q)
+            assert m, q
+            label, sel = m.group("label"), m.group("expr")
+            if sel and LOCAL_ONLY_EXCLUDED.search(sel):
+                continue
+            if v["datasource"]["type"] == "loki":
+                got = get_json(f"{LOKI}/loki/api/v1/label/{label}/values",
+                               {"start": str(int(start * 1e9)), "end": str(int(end * 1e9))})
+                assert {"tidb", "k6", "mariadb"} <= set(got), f"{d['uid']}: {v['name']}: {got}"
+                continue
+            params = {"start": f"{start:.3f}", "end": f"{end:.3f}"}
+            if sel:
+                # the variables a selector refers to, e.g. {testid="$testid"}, as Grafana sends them
+                params["match[]"] = dt.substitute(sel, {**vals, "testid": r.testid})
+            got = get_json(f"{PROM}/api/v1/label/{label}/values", params)
+            assert expect[v["name"]] in got, f"{d['uid']}: variable {v['name']} ({q}): {got}"
+
+
+# ------------------------------------------------------------------------------ annotations
+def test_annotations_mark_the_run_and_its_steps(runs, dashboards):
+    for rel, d in dashboards.items():
+        r = run_for(d, runs)
+        vals = values_for(d, r, other=runs["mariadb"])
+        vals["testid"] = grafana_regex(r.testid)  # the run dashboard's single value works too
+        start, end = r.window()
+        annos = {a["name"]: a for a in d["annotations"]["list"]}
+        # run start / end: two events, at the run's start and end, with version and workload
+        res = prom_range(dt.substitute(annos["Run start / end"]["target"]["expr"], vals), start, end, step=15)
+        events = {x["metric"]["event"]: {float(v) for _, v in x["values"]} for x in res}
+        assert set(events) == {"run_start", "run_end"}, f"{d['uid']}: {res}"
+        for x in res:
+            assert x["metric"]["version"] == r.version and x["metric"]["workload"] == "oltp_read_write"
+        (t_start,), (t_end,) = events["run_start"], events["run_end"]  # one time each (useValueForTime)
+        assert t_start == r.s["run_start"], (t_start, r.s["run_start"])
+        assert abs(t_end / 1000 - r.end) < 5 and t_end > t_start
+        # thread steps: one event per step, at the step's start, titled with its thread count
+        res = prom_range(dt.substitute(annos["Thread steps"]["target"]["expr"], vals), start, end, step=15)
+        steps = {x["metric"]["threads"]: {float(v) for _, v in x["values"]} for x in res}
+        assert set(steps) == {"2", "4"}, f"{d['uid']}: {res}"
+        for s in r.s["steps"]:
+            (t,) = steps[str(s["threads"])]
+            assert abs(t - s["window"]["step_start"]) < 1000, (s["threads"], t, s["window"])
+
+
+# ------------------------------------------------------------------------------ step table
+def step_table(dash, r, now, **extra):
+    vals = {**values_for(dash, r, now=now), **extra}
+    table = next(p for p in dt.panels(dash) if p["title"] == "Thread steps")
+    out = {}
+    for t in table["targets"]:
+        res = prom_instant(dt.substitute(t["expr"], vals), now)
+        out[t["refId"]] = {x["metric"]["threads"]: float(x["value"][1]) for x in res}
+    return out
+
+
+def test_step_table_qps_equals_k6_per_step_figures(runs, dashboards):
+    d = dashboards["benchmark/benchmark-run.json"]
+    now = time.time()
+    for target, r in runs.items():
+        tab = step_table(d, r, now)
+        for s in r.s["steps"]:
+            th = str(s["threads"])
+            qps, tps, p95, errors = (tab[k].get(th) for k in "ABCD")
+            assert qps is not None, f"{target}: no QPS row for {th} threads: {tab}"
+            assert abs(qps - s["qps"]) <= 0.02 * s["qps"], f"{target} {th} threads: QPS {qps} vs k6 {s['qps']}"
+            assert abs(tps - s["tps"]) <= 0.02 * s["tps"], f"{target} {th} threads: TPS {tps} vs k6 {s['tps']}"
+            assert errors == s["errors"], (target, th, errors, s["errors"])
+            # p95 from the native histogram: bucket resolution and (on Prometheus 2.42) the
+            # increase() fallback make it an estimate of k6's exact figure
+            assert 0 < p95 and 0.5 <= p95 / s["latency_ms"]["p95"] <= 2, (target, th, p95, s["latency_ms"])
+            print(f"{target} {th} threads: QPS {qps:.2f} (k6 {s['qps']:.2f}), TPS {tps:.2f} "
+                  f"(k6 {s['tps']:.2f}), p95 {p95:.3f} ms (k6 {s['latency_ms']['p95']:.3f}), errors {errors:g}")
+
+
+def test_step_table_ignores_warmup_and_other_steps(runs, dashboards):
+    """Filtering one step keeps that row only, and the warm-up phase's queries are not in it."""
+    d = dashboards["benchmark/benchmark-run.json"]
+    r, now = runs["tidb"], time.time()
+    tab = step_table(d, r, now, threads="(4)")
+    assert set(tab["A"]) == {"4"}
+    warm = prom_instant(f'sum(max_over_time(k6_oltp_queries_total{{testid="{r.testid}", threads="4", warmup="true"}}[1h]))', now)
+    assert warm and float(warm[0]["value"][1]) > 0  # the warm-up ran and was counted apart
+    step4 = next(s for s in r.s["steps"] if s["threads"] == 4)
+    assert abs(tab["A"]["4"] * TIME_S - step4["queries"]["total"]) <= 0.02 * step4["queries"]["total"]
+
+
+def test_run_comparison_per_step_change(runs, dashboards):
+    d = dashboards["benchmark/run-compare.json"]
+    a, b = runs["tidb"], runs["mariadb"]
+    now = time.time()
+    vals = values_for(d, a, other=b, now=now)
+    table = next(p for p in dt.panels(d) if p["title"] == "QPS and p95 per thread step")
+    got = {}
+    for t in table["targets"]:
+        res = prom_instant(dt.substitute(t["expr"], vals), now)
+        got[t["refId"]] = {x["metric"]["threads"]: float(x["value"][1]) for x in res}
+    for sa, sb in zip(a.s["steps"], b.s["steps"]):
+        th = str(sa["threads"])
+        assert abs(got["A"][th] - sa["qps"]) <= 0.02 * sa["qps"]
+        assert abs(got["B"][th] - sb["qps"]) <= 0.02 * sb["qps"]
+        change = (sb["qps"] - sa["qps"]) / sa["qps"] * 100
+        assert abs(got["C"][th] - change) <= 3, (th, got["C"][th], change)
+        assert th in got["F"]
+
+
+# ------------------------------------------------------------------------------ official k6 dashboard
+def test_official_k6_dashboard_queries_work_on_our_runs(runs):
+    r = runs["tidb"]
+    start, end = r.window()
+    got = get_json(f"{PROM}/api/v1/label/testid/values", {"start": f"{start:.3f}", "end": f"{end:.3f}"})
+    assert r.testid in got  # its run selector: label_values(testid)
+    names = get_json(f"{PROM}/api/v1/label/__name__/values", {})
+    assert {"k6_vus", "k6_iterations_total", "k6_iteration_duration_seconds"} <= set(names)  # metrics(k6_)
+    for title, expr in OFFICIAL_K6_QUERIES:
+        e = dt.substitute(expr, {"testid": grafana_regex(r.testid), "quantile": "0.99",
+                                 "__rate_interval": "20s"})
+        assert has_values(prom_range(e, start, end)), f"{title}: {e}"
