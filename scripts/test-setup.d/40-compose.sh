@@ -4,13 +4,19 @@
 #   bin/loki            Loki, for -verify-config on loki/loki.yaml (scripts/build loki)
 #   bin/tidb-server     TiDB, to check compose/config/*/tidb.toml and run init.sql (scripts/build tidb)
 #   bin/alloy-check     compose/alloy/check: Alloy's own parser and evaluator on config.alloy
-#   promtool, haproxy   Debian packages (prometheus, haproxy)
+#   promtool            bin/promtool (scripts/build prometheus, the release of compose's image)
+#                       where scripts/build has it, else Debian's prometheus package
+#   haproxy             Debian package
 # Idempotent; builds are cached by version (scripts/build) or by Go's build cache.
 . "$(dirname "$0")/../lib/common.sh"
 cd "$ROOT"
 
+targets=(compose loki tidb)
+grep -q '^build_prometheus()' scripts/build && targets+=(prometheus)
+scripts/build "${targets[@]}"
+
 pkgs=()
-command -v promtool >/dev/null || pkgs+=(prometheus)
+[ -x bin/promtool ] || command -v promtool >/dev/null || pkgs+=(prometheus)
 command -v haproxy >/dev/null || pkgs+=(haproxy)
 if [ ${#pkgs[@]} -gt 0 ]; then
   log "installing Debian packages for the compose tests: ${pkgs[*]}"
@@ -19,7 +25,19 @@ if [ ${#pkgs[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 fi
 
-scripts/build compose loki tidb
+if [ -x /usr/bin/promtool ] || [ -x bin/promtool ]; then :; elif dpkg -s prometheus >/dev/null 2>&1; then
+  log "reinstalling Debian package prometheus (its promtool is missing)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall --no-install-recommends prometheus >/dev/null
+fi
 
 log "building bin/alloy-check (compose/alloy/check)"
 (cd compose/alloy/check && CGO_ENABLED=0 go build -trimpath -o "$ROOT/bin/alloy-check" .)
+
+# scripts/test runs pytest from its venv (tests/requirements.txt); when this script runs on
+# its own, give the python3 on PATH the same pinned packages if it lacks them (best effort:
+# an externally managed system Python refuses, then use scripts/test).
+if ! python3 -c 'import pytest, yaml, pymysql' 2>/dev/null; then
+  log "installing tests/requirements.txt for $(command -v python3)"
+  python3 -m pip install -q --disable-pip-version-check -r tests/requirements.txt \
+    || log "warning: could not install tests/requirements.txt for python3; run the tests through scripts/test"
+fi
