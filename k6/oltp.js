@@ -8,12 +8,16 @@ import { makeRand, seededSource } from './lib/rand.js';
 import { EVENTS, workState, uniqueSequence } from './lib/sysbench.js';
 import * as R from './lib/runner.js';
 import { summarize } from './lib/summary.js';
+import { progressScenario, progressLine } from './lib/progress.js';
 
 const o = parseOptions(__ENV);
 const testid = o.testid || R.newTestId();
 
+const steps = R.stepScenarios(o);
+const totalSeconds = o.threads.length * (o.warmup_time + o.time + R.GRACE_S);
+
 export const options = {
-  scenarios: R.stepScenarios(o),
+  scenarios: { ...steps, ...progressScenario(o, totalSeconds) },
   thresholds: R.stepThresholds(o),
   tags: { testid, workload: o.workload },
   summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(95)', 'p(99)', 'count'],
@@ -94,6 +98,11 @@ export default function (data) {
     exec.vu.metrics.tags.warmup = 'false';
   }
   R.runEvent(conn, event, w, o);
+}
+
+// One extra VU prints sysbench-style lines every report_interval seconds (lib/progress.js).
+export function progress(data) {
+  console.log(progressLine(o, data, __ENV));
 }
 
 export function teardown(data) {

@@ -75,7 +75,7 @@ const NOT_OPTIONS = new Set(['http_proxy', 'https_proxy', 'no_proxy', 'all_proxy
 export class OptionError extends Error {}
 
 function bad(name, value, valid) {
-  return new OptionError(`invalid option ${name}=${JSON.stringify(value)}: ${valid}`);
+  return new OptionError(`invalid option ${name}=${value === '' ? '(empty)' : value}: ${valid}`);
 }
 
 function parseOne(name, type, raw) {
@@ -123,7 +123,7 @@ function parseOne(name, type, raw) {
       if (s.toLowerCase() === 'all') return 'all';
       if (s === '') return [];
       const codes = s.split(',').map((p) => p.trim());
-      if (codes.some((c) => !/^\d+$/.test(c))) throw bad(name, raw, 'must be "all" or a comma-separated list of error numbers like 1062,2013');
+      if (codes.some((c) => !/^\d+$/.test(c))) throw bad(name, raw, 'must be all or a comma-separated list of error numbers like 1062,2013');
       return codes.map(Number);
     }
     default: throw new Error(`internal: unknown option type ${type}`);

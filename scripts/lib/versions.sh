@@ -10,3 +10,6 @@ LOKI_VERSION=v3.7.8
 # promtail is no longer in Loki's module after v3.5; v3.5.3 is its last home there.
 PROMTAIL_VERSION=v3.5.3
 COMPOSE_VERSION=v2.40.3
+# Prometheus: the same release as compose's image (.env PROMETHEUS_IMAGE); module v0.3MM.P = v3.MM.P
+PROMETHEUS_VERSION=v3.13.5
+PROMETHEUS_MODULE_VERSION=v0.313.5

@@ -13,12 +13,20 @@
 // does with its server-side prepared statements. Statements without arguments (BEGIN,
 // COMMIT, DDL) go as plain text queries, as sysbench sends them. Scripts stay portable:
 // they run unchanged on a stock k6 with the official driver, only slower.
+//
+// One more guard: database/sql silently retries a statement on a new connection when the
+// driver reports driver.ErrBadConn. Inside an explicit transaction (BEGIN sent as text) that
+// would run the rest of a sysbench event in autocommit on another connection. This driver
+// turns that case into MySQL error 2013 (lost connection), so the script sees it and restarts
+// the event, as sysbench does.
 package mysql
 
 import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
+	"strings"
 	"sync"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -98,6 +106,35 @@ type Conn struct {
 	mu    sync.Mutex
 	stmts map[string]driver.Stmt
 	order []string
+	inTx  bool // an explicit transaction was opened with a text BEGIN
+	lost  bool // the connection failed inside a transaction: never reuse it
+}
+
+// errLostInTx is what a connection failure inside a transaction becomes (CR_SERVER_LOST).
+var errLostInTx = &gomysql.MySQLError{Number: 2013, SQLState: [5]byte{'H', 'Y', '0', '0', '0'},
+	Message: "Lost connection to server during transaction (not retried on a new connection)"}
+
+// track follows BEGIN / COMMIT / ROLLBACK sent as text, and converts a bad-connection error
+// inside a transaction so that database/sql does not retry it elsewhere.
+func (c *Conn) track(query string, err error) error {
+	if err != nil {
+		if errors.Is(err, driver.ErrBadConn) && c.inTx {
+			c.inTx, c.lost = false, true
+			return errLostInTx
+		}
+		return err
+	}
+	q := strings.TrimSpace(query)
+	if len(q) > 17 {
+		q = q[:17]
+	}
+	switch u := strings.ToUpper(q); {
+	case strings.HasPrefix(u, "BEGIN"), strings.HasPrefix(u, "START TRANSACTION"):
+		c.inTx = true
+	case strings.HasPrefix(u, "COMMIT"), strings.HasPrefix(u, "ROLLBACK"):
+		c.inTx = false
+	}
+	return nil
 }
 
 var (
@@ -136,26 +173,36 @@ func (c *Conn) stmt(ctx context.Context, query string) (driver.Stmt, error) {
 
 // QueryContext implements driver.QueryerContext.
 func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if c.lost {
+		return nil, errLostInTx
+	}
 	if len(args) == 0 {
-		return c.inner.(driver.QueryerContext).QueryContext(ctx, query, nil)
+		rows, err := c.inner.(driver.QueryerContext).QueryContext(ctx, query, nil)
+		return rows, c.track(query, err)
 	}
 	s, err := c.stmt(ctx, query)
 	if err != nil {
-		return nil, err
+		return nil, c.track(query, err)
 	}
-	return s.(driver.StmtQueryContext).QueryContext(ctx, args)
+	rows, err := s.(driver.StmtQueryContext).QueryContext(ctx, args)
+	return rows, c.track(query, err)
 }
 
 // ExecContext implements driver.ExecerContext.
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if c.lost {
+		return nil, errLostInTx
+	}
 	if len(args) == 0 {
-		return c.inner.(driver.ExecerContext).ExecContext(ctx, query, nil)
+		res, err := c.inner.(driver.ExecerContext).ExecContext(ctx, query, nil)
+		return res, c.track(query, err)
 	}
 	s, err := c.stmt(ctx, query)
 	if err != nil {
-		return nil, err
+		return nil, c.track(query, err)
 	}
-	return s.(driver.StmtExecContext).ExecContext(ctx, args)
+	res, err := s.(driver.StmtExecContext).ExecContext(ctx, args)
+	return res, c.track(query, err)
 }
 
 // PrepareContext implements driver.ConnPrepareContext (explicit prepares are not cached).
@@ -193,15 +240,29 @@ func (c *Conn) Close() error {
 func (c *Conn) Ping(ctx context.Context) error { return c.inner.(driver.Pinger).Ping(ctx) }
 
 // ResetSession implements driver.SessionResetter.
+// A stale idle connection found here inside a transaction is kept (not swapped for a new
+// one by database/sql) and marked lost, so the next statement fails with 2013.
 func (c *Conn) ResetSession(ctx context.Context) error {
-	if r, ok := c.inner.(driver.SessionResetter); ok {
-		return r.ResetSession(ctx)
+	if c.lost {
+		return driver.ErrBadConn
 	}
-	return nil
+	r, ok := c.inner.(driver.SessionResetter)
+	if !ok {
+		return nil
+	}
+	err := r.ResetSession(ctx)
+	if errors.Is(err, driver.ErrBadConn) && c.inTx {
+		c.inTx, c.lost = false, true
+		return nil
+	}
+	return err
 }
 
 // IsValid implements driver.Validator.
 func (c *Conn) IsValid() bool {
+	if c.lost {
+		return false
+	}
 	if v, ok := c.inner.(driver.Validator); ok {
 		return v.IsValid()
 	}

@@ -1,0 +1,37 @@
+// Runs inside the built k6 (see mysql_test.go): the driver module through xk6-sql's JS API.
+// Everything happens in setup(), so any failed expectation fails the run (non-zero exit).
+import sql from 'k6/x/sql';
+import driver from 'k6/x/sql/driver/mysql';
+
+export const options = { vus: 1, iterations: 1 };
+
+function expect(what, got, want) {
+  if (got !== want) throw new Error(`${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+}
+const text = (v) => (typeof v === 'string' || typeof v === 'number' ? String(v) : String.fromCharCode.apply(null, new Uint8Array(v)));
+
+export function setup() {
+  const db = sql.open(driver, __ENV.DSN, { max_open_conns: 1 });
+  db.exec('DROP TABLE IF EXISTS driver_smoke');
+  db.exec('CREATE TABLE driver_smoke (id INT PRIMARY KEY, c CHAR(20) NOT NULL)');
+  for (let i = 1; i <= 50; i++) {
+    expect(`insert ${i} rowsAffected`, db.exec('INSERT INTO driver_smoke (id, c) VALUES (?, ?)', i, `v${i}`).rowsAffected(), 1);
+  }
+  const rows = db.query('SELECT c FROM driver_smoke WHERE id = ?', 7);
+  expect('rows for id 7', rows.length, 1);
+  expect('c for id 7', text(rows[0].c), 'v7');
+  expect('range rows', db.query('SELECT c FROM driver_smoke WHERE id BETWEEN ? AND ?', 10, 19).length, 10);
+  expect('update of a missing row', db.exec('UPDATE driver_smoke SET c = ? WHERE id = ?', 'x', 999).rowsAffected(), 0);
+  db.exec('BEGIN');
+  db.exec('INSERT INTO driver_smoke (id, c) VALUES (?, ?)', 51, 'v51');
+  db.exec('ROLLBACK');
+  expect('rows after rollback', Number(text(db.query('SELECT COUNT(*) AS n FROM driver_smoke')[0].n)), 50);
+  let msg = '';
+  try { db.exec('INSERT INTO driver_smoke (id, c) VALUES (?, ?)', 1, 'dup'); } catch (e) { msg = String(e.message || e); }
+  if (!/Error 1062/.test(msg)) throw new Error(`duplicate key: want an 'Error 1062' message, got ${JSON.stringify(msg)}`);
+  db.exec('DROP TABLE driver_smoke');
+  db.close();
+  console.log('driver-smoke: ok');
+}
+
+export default function () {}

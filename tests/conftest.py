@@ -1,0 +1,109 @@
+"""Shared helpers for the integration tests: the local stack's real servers (started by
+scripts/test through `scripts/stack up --target both`), our k6, Prometheus and SQL access."""
+import json
+import os
+import re
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pymysql
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+STATE = Path(os.environ.get("TBS_STATE", ROOT / ".stack"))
+PROM = "http://127.0.0.1:9090"
+LOKI = "http://127.0.0.1:3100"
+TARGETS = {"tidb": 4000, "mariadb": 3306}
+
+
+def password():
+    return (STATE / "secrets" / "sbtest").read_text().strip()
+
+
+@pytest.fixture(scope="session")
+def stack():
+    """The local stack with both targets; `up` is idempotent, so this also works alone."""
+    subprocess.run([str(ROOT / "scripts/stack"), "up", "--target", "both"], check=True,
+                   stdout=subprocess.DEVNULL)
+    return STATE
+
+
+def connect(target, db="sbtest"):
+    return pymysql.connect(host="127.0.0.1", port=TARGETS[target], user="sbtest",
+                           password=password(), database=db, autocommit=True)
+
+
+def sql(target, query, db="sbtest"):
+    with connect(target, db) as c, c.cursor() as cur:
+        cur.execute(query)
+        return cur.fetchall()
+
+
+def fresh_db(target, name):
+    """An empty database of the test's own (the sbtest user owns every sbtest* database)."""
+    with connect(target) as c, c.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS {name}")
+        cur.execute(f"CREATE DATABASE {name}")
+    return name
+
+
+def k6(*args, env=None, timeout=600, check=True):
+    """Runs scripts/k6 (our k6 with the stack's settings) from the repo's k6/ folder."""
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.run([str(ROOT / "scripts/k6"), *args], cwd=ROOT / "k6", env=e,
+                       capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"k6 {' '.join(args)} exited {p.returncode}\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
+    return p
+
+
+def run_testid(output):
+    m = re.search(r"testid=(\S+)", output)
+    assert m, f"no testid printed:\n{output[-2000:]}"
+    return m.group(1)
+
+
+def summary(testid):
+    return json.loads((ROOT / "results" / f"{testid}.json").read_text())
+
+
+def prom(query, at=None):
+    params = {"query": query}
+    if at is not None:
+        params["time"] = str(at)
+    url = f"{PROM}/api/v1/query?" + urllib.parse.urlencode(params)
+    with urllib.request.urlopen(url, timeout=10) as r:
+        body = json.load(r)
+    assert body["status"] == "success", body
+    return body["data"]["result"]
+
+
+def prom_wait(query, pred, timeout=30):
+    """Polls an instant query until pred(result) holds (remote write and scrapes lag)."""
+    deadline = time.time() + timeout
+    res = None
+    while time.time() < deadline:
+        res = prom(query)
+        if pred(res):
+            return res
+        time.sleep(0.5)
+    raise AssertionError(f"{query}: condition not met within {timeout}s; last result {res}")
+
+
+def metrics_text(url):
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return r.read().decode()
+
+
+def metric_sum(text, name, **labels):
+    total = 0.0
+    for line in text.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        if all(f'{k}="{v}"' in line for k, v in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total

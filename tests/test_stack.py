@@ -1,0 +1,112 @@
+"""Issue #2: the local stack carries a workload from k6 through Prometheus, for real."""
+import time
+
+import pytest
+
+from conftest import (LOKI, PROM, ROOT, STATE, fresh_db, k6, metric_sum, metrics_text,
+                      prom, prom_wait, sql, summary, run_testid)
+
+
+def test_stack_services_ready(stack):
+    """Every local service answers on 127.0.0.1 and Prometheus scrapes its targets."""
+    for url in [f"{PROM}/-/ready", f"{LOKI}/ready", "http://127.0.0.1:10080/status",
+                "http://127.0.0.1:9100/metrics", "http://127.0.0.1:9104/metrics"]:
+        assert metrics_text(url) is not None
+    up = prom_wait('up{job=~"tidb|node|mysqld|prometheus|loki"}',
+                   lambda r: len(r) == 5 and all(x["value"][1] == "1" for x in r), timeout=30)
+    assert {x["metric"]["job"] for x in up} == {"tidb", "node", "mysqld", "prometheus", "loki"}
+    # the very file compose mounts, with the local targets beside it
+    assert (STATE / "prometheus/prometheus.yml").resolve() == ROOT / "prometheus/prometheus.yml"
+
+
+def test_tidb_version_is_truthful(stack):
+    (v,), = sql("tidb", "SELECT tidb_version()")
+    assert "Git Commit Hash: e4e814fdc0af" in v
+    assert "module-build" in v
+
+
+def test_stack_up_is_idempotent_and_reports_ports(stack):
+    import subprocess
+    p = subprocess.run([str(ROOT / "scripts/stack"), "up", "--target", "both"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "already running" in p.stderr
+    bad = subprocess.run([str(ROOT / "scripts/stack"), "up", "--target", "oracle"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "unknown target 'oracle' (valid: tidb, mariadb, both)" in bad.stderr
+
+
+@pytest.mark.parametrize("target", ["tidb", "mariadb"])
+def test_point_select_end_to_end(stack, target):
+    """prepare, a 10 s oltp_point_select run; Prometheus holds this run's series, its query
+    count matches k6's own within 2%, and the server's own counters moved as much."""
+    db = fresh_db(target, f"sbtest_e2e_{target}_{int(time.time())}")
+    port = {"tidb": "4000", "mariadb": "3306"}[target]
+    common = ["-e", f"mysql_db={db}", "-e", f"mysql_port={port}", "-e", "tables=2", "-e", "table_size=2000"]
+    k6("run", *common, "prepare.js")
+    assert sql(target, "SELECT COUNT(*) FROM sbtest1", db)[0][0] == 2000
+    assert sql(target, "SELECT COUNT(*) FROM sbtest2", db)[0][0] == 2000
+
+    if target == "tidb":
+        before = metric_sum(metrics_text("http://127.0.0.1:10080/metrics"),
+                            "tidb_executor_statement_total", type="Select")
+    else:
+        before = float(sql(target, "SHOW GLOBAL STATUS LIKE 'Com_stmt_execute'")[0][1])
+
+    run = k6("run", *common, "-e", "threads=4", "-e", "time=10", "oltp.js")
+    testid = run_testid(run.stdout + run.stderr)
+    s = summary(testid)
+    (step,) = s["steps"]
+    assert step["threads"] == 4 and step["queries"]["total"] > 0
+    assert step["queries"]["read"] == step["queries"]["total"] == step["transactions"]
+
+    if target == "tidb":
+        after = metric_sum(metrics_text("http://127.0.0.1:10080/metrics"),
+                           "tidb_executor_statement_total", type="Select")
+    else:
+        after = float(sql(target, "SHOW GLOBAL STATUS LIKE 'Com_stmt_execute'")[0][1])
+    moved = after - before
+    total = step["queries"]["total"]
+    # The server's own counter saw at least every query of the run (other clients of the
+    # shared server may add to it, so this bound is one-sided) ...
+    assert moved >= total, (moved, total)
+    if target == "tidb":
+        # ... and TiDB's per-schema statement summary, isolated to this run's database, counts
+        # exactly the point selects k6 counted (plus the graceful tail of in-flight events).
+        # (statements_summary_history holds the current window too)
+        (n,), = sql(target, "SELECT SUM(exec_count) FROM information_schema.statements_summary_history "
+                    f"WHERE schema_name = '{db}' AND digest_text LIKE 'select `c` from `sbtest%` where `id` = ?'")
+        assert total <= int(n) <= total * 1.02 + 50, (n, total)
+
+    q = f'sum(max_over_time(k6_oltp_queries_total{{testid="{testid}",warmup="false"}}[10m]))'
+    res = prom_wait(q, lambda r: r and abs(float(r[0]["value"][1]) - total) <= 0.02 * total)
+    assert abs(float(res[0]["value"][1]) - total) <= 0.02 * total
+    # k6 marks its series stale when the run ends, so look back for the labels
+    labels = prom(f'last_over_time(k6_oltp_queries_total{{testid="{testid}"}}[10m])')[0]["metric"]
+    assert labels["workload"] == "oltp_point_select" and labels["threads"] == "4"
+    assert labels["kind"] == "read" and labels["version"] == s["version"]
+    # latency arrives as a native histogram
+    p95 = prom(f'histogram_quantile(0.95, sum(last_over_time(k6_oltp_latency_seconds{{testid="{testid}"}}[10m])))')
+    assert p95 and float(p95[0]["value"][1]) > 0
+    if target == "tidb":
+        # Prometheus itself scrapes TiDB's status port: the same counter is there
+        assert prom('sum(tidb_executor_statement_total{job="tidb",type="Select"})')
+    k6("run", "-e", "command=cleanup", *common, "prepare.js")
+    assert sql(target, "SHOW TABLES LIKE 'sbtest%'", db) == ()
+    sql(target, f"DROP DATABASE {db}")
+
+
+def test_logs_reach_loki(stack):
+    """promtail ships the stack's log files: TiDB's log lines are in Loki by service."""
+    import json
+    import urllib.parse
+    import urllib.request
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        q = urllib.parse.urlencode({"query": '{service="tidb"}', "limit": "5",
+                                    "start": str(int((time.time() - 3600) * 1e9))})
+        with urllib.request.urlopen(f"{LOKI}/loki/api/v1/query_range?{q}", timeout=10) as r:
+            body = json.load(r)
+        if body["data"]["result"]:
+            assert body["data"]["result"][0]["stream"]["service"] == "tidb"
+            return
+        time.sleep(1)
+    raise AssertionError("no log line with service=tidb reached Loki in 60 s")
