@@ -376,6 +376,7 @@ def test_tidb_starts_with_the_compose_flags_and_runs_init_sql(tmp_path, config_s
     log = tmp_path / "tidb.log"
     # -L=warn: the seed set logs at error level, init.sql's failures are warnings
     proc = subprocess.Popen([tool("tidb-server"), *args, "-L=warn", f"--log-file={log}",
+                             "--host=127.0.0.1", "--status-host=127.0.0.1",
                              f"--socket={tmp_path / 'tidb.sock'}", f"--temp-dir={tmp_path / 'tmp'}"],
                             cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
