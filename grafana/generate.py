@@ -312,16 +312,10 @@ def step_rate(metric, sel, marker_sel, window):
 
 
 def step_quantile(q, sel, window, scale=1000):
-    """The step's quantile from its whole histogram: last_over_time of the cumulative native
-    histogram (exact, docs/CONTRACT.md). Debian bookworm's Prometheus 2.42 drops the histogram in
-    last_over_time (it returns a float 0, so the first operand is empty); there the quantile of
-    increase() over the window is used instead, which leaves out the events before the phase's
-    first remote-write push (the first few seconds of the measured window)."""
-    exact = (f"histogram_quantile({q}, sum by (threads) "
-             f"(last_over_time(k6_oltp_latency_seconds{{{sel}}}[{window}])))")
-    approx = (f"histogram_quantile({q}, sum by (threads) "
-              f"(increase(k6_oltp_latency_seconds{{{sel}}}[{window}])))")
-    return f"({exact} or on (threads) {approx}) * {scale}"
+    """The step's quantile from its whole cumulative native histogram (docs/CONTRACT.md; needs
+    Prometheus v3: 2.x before native histogram support in last_over_time returns floats)."""
+    return (f"histogram_quantile({q}, sum by (threads) "
+            f"(last_over_time(k6_oltp_latency_seconds{{{sel}}}[{window}]))) * {scale}")
 
 
 def step_errors(sel, window):
