@@ -342,7 +342,7 @@ def benchmark_run():
         for t, uid in [("Benchmark run", "tbs-benchmark-run"), ("Logs", "tbs-logs"),
                        ("Hosts", "tbs-hosts"), ("TiDB cluster", "tbs-tidb"),
                        ("MySQL / MariaDB", "tbs-mysql")]]
-    run_sel = f'testid="$testid"'
+    run_sel = 'testid="$testid"'
     items = [
         row("Run"),
         panel("table", "Run",

@@ -5,6 +5,7 @@ and Loki's LogQL parser, built on first use) and promtool (of the Prometheus the
 bin/promtool, else Debian's `prometheus` package). A missing tool fails these tests; it does not skip them.
 The one test that skips is the Grafana server test, when no grafana-server is on PATH.
 """
+import base64
 import json
 import os
 import re
@@ -12,8 +13,8 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -483,7 +484,7 @@ def test_grafana_server_provisions_every_dashboard(dashboards, tmp_path):
     log = open(tmp_path / "grafana.log", "w")
     proc = subprocess.Popen([binary, "--homepath", home], env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
-    auth = "Basic " + __import__("base64").b64encode(b"admin:tbs-test-only").decode()
+    auth = "Basic " + base64.b64encode(b"admin:tbs-test-only").decode()
 
     def get(path):
         req = urllib.request.Request(base + path, headers={"Authorization": auth})
