@@ -102,7 +102,8 @@ export default function (data) {
 
 // One extra VU prints sysbench-style lines every report_interval seconds (lib/progress.js).
 export function progress(data) {
-  console.log(progressLine(o, data, __ENV));
+  const line = progressLine(o, data, __ENV, R.GRACE_S);
+  if (line) console.log(line);
 }
 
 export function teardown(data) {
