@@ -193,6 +193,18 @@ def test_providers_one_folder_per_concern():
     assert len({p["folderUid"] for p in providers}) == len(providers)
 
 
+def test_links_point_at_existing_dashboards(dashboards):
+    uids = {d["uid"] for d in dashboards.values()}
+    n = 0
+    for rel, d in dashboards.items():
+        for uid in re.findall(r"/d/([A-Za-z0-9_-]+)", json.dumps(d)):
+            n += 1
+            assert uid in uids, f"{rel}: link to unknown dashboard {uid}"
+        for link in d.get("links", []):
+            assert link["type"] == "dashboards" and "tbs" in link["tags"] and link["keepTime"]
+    assert n >= 5
+
+
 # ------------------------------------------------------------------------------ panel rules
 def test_every_panel_has_unit_and_one_line_description(dashboards):
     n = 0

@@ -20,7 +20,7 @@ if ! promtool_ok; then
   if [ ! -e $policy ]; then printf '#!/bin/sh\nexit 101\n' > $policy; chmod +x $policy; made_policy=1; fi
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
-  [ -n "$made_policy" ] && rm -f $policy
+  if [ -n "$made_policy" ]; then rm -f $policy; fi
 fi
 
 GO=$(command -v go || echo /usr/local/go/bin/go)
