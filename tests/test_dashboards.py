@@ -1,7 +1,7 @@
 """Static checks of the Grafana dashboards and their provisioning (issue #5).
 
-No service is needed, but the real parsers are: grafana/exprcheck (Go: Prometheus' PromQL parser
-and Loki's LogQL parser, built on first use) and promtool (of the Prometheus the stack runs:
+No service is needed, but the real parsers are: grafana/exprcheck (Go: the PromQL parser of the
+Prometheus release the stack runs, and Loki's LogQL parser; built on first use) and promtool (of the Prometheus the stack runs:
 bin/promtool, else Debian's `prometheus` package). A missing tool fails these tests; it does not skip them.
 The one test that skips is the Grafana server test, when no grafana-server is on PATH.
 """
@@ -257,6 +257,17 @@ def test_latency_quantiles_come_from_histograms(parsed):
 
 
 # ------------------------------------------------------------------------------ parsers
+def test_exprcheck_parses_promql_with_the_stacks_prometheus_version():
+    """exprcheck's PromQL parser is the module of the Prometheus the stack runs."""
+    with open(os.path.join(ROOT, "scripts", "lib", "versions.sh"), encoding="utf-8") as f:
+        m = re.search(r"^PROMETHEUS_MODULE_VERSION=(\S+)", f.read(), re.M)
+    assert m, "scripts/lib/versions.sh pins no PROMETHEUS_MODULE_VERSION"
+    with open(os.path.join(dt.EXPRCHECK_DIR, "go.mod"), encoding="utf-8") as f:
+        mod = re.search(r"^\s*github.com/prometheus/prometheus (\S+)", f.read(), re.M)
+    assert mod and mod.group(1) == m.group(1), \
+        f"grafana/exprcheck/go.mod has prometheus {mod and mod.group(1)}, the stack runs {m.group(1)}"
+
+
 def test_every_promql_expression_parses(parsed):
     n = 0
     for q, item, r in parsed:

@@ -1,7 +1,8 @@
-// exprcheck parses the PromQL and LogQL expressions of the dashboards with the real
-// parsers (github.com/prometheus/prometheus/promql/parser and Loki's logql/syntax) and
-// reports, for every expression, whether it parses and which metric selectors, label
-// matchers and grouping labels it uses. tests/test_dashboards.py drives it.
+// exprcheck parses the PromQL and LogQL expressions of the dashboards with the real parsers
+// (github.com/prometheus/prometheus/promql/parser at the stack's Prometheus release, see
+// go.mod, and Loki's logql/syntax) and reports, for every expression, whether it parses and
+// which metric selectors, label matchers and grouping labels it uses.
+// tests/test_dashboards.py drives it.
 //
 // Input (stdin): a JSON array of {"id": "...", "lang": "promql"|"logql", "expr": "..."}.
 // Output (stdout): a JSON array of results in the same order.
