@@ -12,6 +12,7 @@ import { progressScenario, progressLine } from './lib/progress.js';
 
 const o = parseOptions(__ENV);
 const testid = o.testid || R.newTestId();
+const host = R.hostFacts();
 
 const steps = R.stepScenarios(o);
 const totalSeconds = o.threads.length * (o.warmup_time + o.time + R.GRACE_S);
@@ -30,6 +31,7 @@ const db = R.openDb(o);
 const conn = new R.Conn(db);
 const event = EVENTS[o.workload];
 let scenario = '';
+let scenarioInfo = null; // exec.scenario, built once per VU (its accessors read live state)
 let w = null;
 let measureStart = 0;
 let warming = false;
@@ -82,17 +84,22 @@ export function setup() {
     throw new Error(`table ${missing[0]} does not exist in database '${o.mysql_db}' at ${o.mysql_host}:${o.mysql_port} ` +
       `(${missing.length} of ${need} tables missing): run prepare first: ${how}`);
   }
+  const variables = R.globalVariables(sdb);
   sdb.close();
   const version = o.version || info.version;
   const id = exec.test.options.tags.testid;
   const runStart = Date.now();
   R.metrics.marker.add(runStart, { event: 'run_start', version, threads: o.threads.join(','), warmup: 'false' });
   console.log(`testid=${id} workload=${o.workload} target=${o.mysql_host}:${o.mysql_port} version=${version} threads=${o.threads.join(',')}`);
-  return { testid: id, version, product: info.product, version_full: info.full, run_start: runStart };
+  return {
+    testid: id, version, product: info.product, version_full: info.full, run_start: runStart,
+    variables, host,
+  };
 }
 
 export default function (data) {
-  if (exec.scenario.name !== scenario) activate(data);
+  if (!scenarioInfo) scenarioInfo = exec.scenario;
+  if (scenarioInfo.name !== scenario) activate(data);
   if (warming && Date.now() >= measureStart) {
     warming = false;
     exec.vu.metrics.tags.warmup = 'false';

@@ -42,6 +42,11 @@ export function errorCode(e) {
 // Conn counts queries by kind the way sysbench's driver classifies them: a statement that
 // returned a result set is a read, one that changed rows is a write, anything else (BEGIN,
 // COMMIT, a DELETE that found nothing) is other.
+//
+// Reads go through db.exec: the driver reads the whole result set off the wire and discards
+// it, as sysbench's client buffers rows it never looks at, instead of turning every row into
+// a JS object. Every statement sent through read() is a SELECT, which always returns a result
+// set, so it counts as a read.
 export class Conn {
   constructor(db) {
     this.db = db;
@@ -49,7 +54,7 @@ export class Conn {
     this.inTx = false;
   }
 
-  read(q, ...args) { this.db.query(q, ...args); this.r++; }
+  read(q, ...args) { this.db.exec(q, ...args); this.r++; }
 
   write(q, ...args) {
     if (this.db.exec(q, ...args).rowsAffected() > 0) this.w++; else this.o++;
@@ -79,7 +84,10 @@ export class Conn {
 }
 
 const NO_TAGS = {};
-const now = () => exec.instance.currentTestRunDuration; // ms, nanosecond resolution
+// k6/execution builds a new object on every `exec.instance` access; its accessors read live
+// state, so one object per VU serves every call. currentTestRunDuration: ms, ns resolution.
+let instance = null;
+const now = () => (instance || (instance = exec.instance)).currentTestRunDuration;
 
 // runEvent runs one sysbench event to completion: on an ignored error it rolls back and
 // restarts the event (reconnecting first after a lost connection), as sysbench does; any
@@ -198,4 +206,28 @@ export function targetInfo(db, versionString) {
 export function existingTables(db) {
   const rows = db.query("SELECT table_name AS t FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE 'sbtest%'");
   return new Set(rows.map((r) => asText(r.t || r.T || r.TABLE_NAME || r.table_name)));
+}
+
+// The target's global variables at the start of a run (for the run manifest, as the seeds
+// list their settings).
+export function globalVariables(db) {
+  const out = {};
+  try {
+    for (const r of db.query('SHOW GLOBAL VARIABLES')) {
+      out[asText(r.Variable_name)] = asText(r.Value);
+    }
+  } catch (e) {
+    out['(error)'] = String(e.message || e);
+  }
+  return out;
+}
+
+// hostFacts: the load generator's CPU model, cores and memory, and k6's version. k6 cannot
+// read /proc, so scripts/k6 passes them in TBS_HOST_FACTS (JSON); a stock k6 run has none.
+export function hostFacts() {
+  try {
+    return JSON.parse(__ENV.TBS_HOST_FACTS || '{}');
+  } catch (_) {
+    return {};
+  }
 }

@@ -77,7 +77,10 @@ export function summarize(data, o) {
     version_full: sd ? sd.version_full : '',
     product: sd ? sd.product : '',
     run_start: sd ? sd.run_start : null,
+    run_end: Date.now(),
     options: opts,
+    target_variables: sd ? sd.variables : {},
+    load_generator: sd ? sd.host : {},
     steps,
     k6: { test_run_duration_ms: data.state.testRunDurationMs },
   };
