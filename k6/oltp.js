@@ -15,6 +15,7 @@ const testid = o.testid || R.newTestId();
 const host = R.hostFacts();
 
 const steps = R.stepScenarios(o);
+const windows = R.stepWindows(o);
 const totalSeconds = o.threads.length * (o.warmup_time + o.time + R.GRACE_S);
 
 export const options = {
@@ -35,6 +36,7 @@ let scenarioInfo = null; // exec.scenario, built once per VU (its accessors read
 let w = null;
 let measureStart = 0;
 let warming = false;
+let nextCheck = 0; // epoch ms of the next moment this VU must look at its step (slow path)
 
 function hashString(s) {
   let h = 2166136261;
@@ -64,6 +66,11 @@ function activate(data) {
     R.metrics.marker.add(measureStart + o.time * 1000, { ...t, event: 'measure_end', warmup: 'false' });
   }
   if (o.workload === 'bulk_insert') w.flushAfter = measureStart + o.time * 1000 - 500;
+  // The next step's planned start (the executors start right after setup, so the real start
+  // is not earlier); until then nothing about the step can change but the warm-up flag.
+  const i = o.threads.indexOf(threads);
+  nextCheck = i + 1 < windows.length ? data.run_start + windows[i + 1].start - 50 : Infinity;
+  if (warming) nextCheck = Math.min(nextCheck, measureStart);
 }
 
 export function setup() {
@@ -98,11 +105,17 @@ export function setup() {
 }
 
 export default function (data) {
-  if (!scenarioInfo) scenarioInfo = exec.scenario;
-  if (scenarioInfo.name !== scenario) activate(data);
-  if (warming && Date.now() >= measureStart) {
-    warming = false;
-    exec.vu.metrics.tags.warmup = 'false';
+  if (Date.now() >= nextCheck) { // the slow path: a new step, or the end of the warm-up
+    if (!scenarioInfo) scenarioInfo = exec.scenario;
+    if (scenarioInfo.name !== scenario) {
+      activate(data);
+    } else if (warming && Date.now() >= measureStart) {
+      warming = false;
+      exec.vu.metrics.tags.warmup = 'false';
+      nextCheck = Math.max(nextCheck, measureStart + 1);
+      const i = o.threads.indexOf(Number(scenario.slice(1)));
+      nextCheck = i + 1 < windows.length ? data.run_start + windows[i + 1].start - 50 : Infinity;
+    }
   }
   R.runEvent(conn, event, w, o);
 }

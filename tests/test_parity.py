@@ -116,6 +116,10 @@ def parity(target, workload, opts, invariant):
     if ours["errors"] == 0 and sb["errors"] == 0:
         # every statement of an event is counted once, as a write or as other
         assert a["write"] + a["other"] == pytest.approx(b["write"] + b["other"], abs=1e-9), (a, b)
+    if invariant == "deletes":
+        # oltp_delete's write/other split is the share of ids still present, which the first
+        # tool's deletes lower for the second; the invariant above ties writes to rows exactly
+        return
     # write vs other depends on whether a row was found (DELETE of a concurrently deleted id)
     assert a["write"] == pytest.approx(b["write"], rel=0.02, abs=0.02), (a, b)
     assert a["other"] == pytest.approx(b["other"], rel=0.02, abs=0.02), (a, b)

@@ -56,6 +56,12 @@ export class Conn {
 
   read(q, ...args) { this.db.exec(q, ...args); this.r++; }
 
+  read1(q, a) { this.db.exec(q, a); this.r++; } // the hot paths, without rest/spread
+
+  read2(q, a, b) { this.db.exec(q, a, b); this.r++; }
+
+  write1(q, a) { if (this.db.exec(q, a).rowsAffected() > 0) this.w++; else this.o++; }
+
   write(q, ...args) {
     if (this.db.exec(q, ...args).rowsAffected() > 0) this.w++; else this.o++;
   }
@@ -74,16 +80,18 @@ export class Conn {
     try { this.db.exec('ROLLBACK'); this.o++; } catch (_) { /* the connection is gone */ }
   }
 
-  flush(tags) {
-    if (this.r) { tags.kind = 'read'; metrics.queries.add(this.r, tags); }
-    if (this.w) { tags.kind = 'write'; metrics.queries.add(this.w, tags); }
-    if (this.o) { tags.kind = 'other'; metrics.queries.add(this.o, tags); }
-    delete tags.kind;
+  flush() {
+    if (this.r) metrics.queries.add(this.r, READ);
+    if (this.w) metrics.queries.add(this.w, WRITE);
+    if (this.o) metrics.queries.add(this.o, OTHER);
     this.r = 0; this.w = 0; this.o = 0;
   }
 }
 
 const NO_TAGS = {};
+const READ = { kind: 'read' };
+const WRITE = { kind: 'write' };
+const OTHER = { kind: 'other' };
 // k6/execution builds a new object on every `exec.instance` access; its accessors read live
 // state, so one object per VU serves every call. currentTestRunDuration: ms, ns resolution.
 let instance = null;
@@ -98,12 +106,12 @@ export function runEvent(conn, event, w, o) {
   for (;;) {
     try {
       event(conn, w);
-      conn.flush({});
-      metrics.transactions.add(1);
-      metrics.latency.add(now() - start);
+      conn.flush();
+      metrics.transactions.add(1, NO_TAGS);
+      metrics.latency.add(now() - start, NO_TAGS);
       return true;
     } catch (e) {
-      conn.flush({});
+      conn.flush();
       const code = errorCode(e);
       if (code === 'canceled') return false;
       const ignored = o.mysql_ignore_errors === 'all' || o.mysql_ignore_errors.includes(code);

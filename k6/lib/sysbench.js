@@ -37,14 +37,14 @@ const getId = (w) => w.rand.def(1, w.o.table_size);
 
 function pointSelects(conn, w) {
   const s = w.st[tableNum(w)].point_selects;
-  for (let i = 0; i < w.pointSelects; i++) conn.read(s, getId(w));
+  for (let i = 0; i < w.pointSelects; i++) conn.read1(s, getId(w));
 }
 
 function range(conn, w, key) {
   const s = w.st[tableNum(w)][key];
   for (let i = 0; i < w.o[key]; i++) {
     const id = getId(w);
-    conn.read(s, id, id + w.o.range_size - 1);
+    conn.read2(s, id, id + w.o.range_size - 1);
   }
 }
 
@@ -58,7 +58,7 @@ function rangeSelects(conn, w) {
 
 function indexUpdates(conn, w) {
   const s = w.st[tableNum(w)].index_updates;
-  for (let i = 0; i < w.o.index_updates; i++) conn.write(s, getId(w));
+  for (let i = 0; i < w.o.index_updates; i++) conn.write1(s, getId(w));
 }
 
 function nonIndexUpdates(conn, w) {
@@ -73,7 +73,7 @@ function deleteInserts(conn, w) {
     const k = getId(w);
     const c = w.rand.string(C_TEMPLATE);
     const pad = w.rand.string(PAD_TEMPLATE);
-    conn.write(st.deletes, id);
+    conn.write1(st.deletes, id);
     conn.write(st.inserts, id, k, c, pad);
   }
 }
@@ -115,7 +115,7 @@ export const EVENTS = {
   oltp_write_only: inTrx((conn, w) => { indexUpdates(conn, w); nonIndexUpdates(conn, w); deleteInserts(conn, w); }),
   oltp_update_index: (conn, w) => indexUpdates(conn, w),
   oltp_update_non_index: (conn, w) => nonIndexUpdates(conn, w),
-  oltp_delete: (conn, w) => conn.write(w.st[tableNum(w)].deletes, getId(w)),
+  oltp_delete: (conn, w) => conn.write1(w.st[tableNum(w)].deletes, getId(w)),
   oltp_insert: (conn, w) => {
     const table = `sbtest${w.rand.uniform(1, w.o.tables)}`;
     const k = w.rand.def(1, w.o.table_size);
