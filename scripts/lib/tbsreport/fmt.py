@@ -1,0 +1,69 @@
+"""Names and number formats shared by the report's parts."""
+import datetime
+import re
+
+WORKLOAD_NAMES = {
+    "oltp_point_select": "Point Select",
+    "oltp_read_only": "Read Only",
+    "oltp_read_write": "Read Write",
+    "oltp_write_only": "Write Only",
+    "oltp_update_index": "Update Index",
+    "oltp_update_non_index": "Update Non-index",
+    "oltp_insert": "Insert",
+    "oltp_delete": "Delete",
+    "select_random_points": "Select Random Points",
+    "select_random_ranges": "Select Random Ranges",
+    "bulk_insert": "Bulk Insert",
+}
+
+PRODUCTS = {"tidb": "TiDB", "mariadb": "MariaDB", "mysql": "MySQL"}
+
+
+def workload_name(w):
+    return WORKLOAD_NAMES.get(w, w.replace("_", " ").title())
+
+
+def product_name(p):
+    return PRODUCTS.get(p, p or "database")
+
+
+def short_version(product, version):
+    """What the seeds call a version: v3.0.0, 10.11.19-MariaDB. Build metadata (+...) goes."""
+    v = (version or "").split("+", 1)[0]
+    if product in ("mariadb", "mysql"):
+        m = re.match(r"^(\d+\.\d+\.\d+)", v)
+        if m:
+            return m.group(1)
+    return v or "unknown version"
+
+
+def runset_label(rs):
+    """The label of a run set in tables and sentences: "TiDB v8.1.0", "MariaDB 10.11.19"."""
+    return f"{product_name(rs.product)} {short_version(rs.product, rs.version)}"
+
+
+def utc(ms):
+    if ms is None:
+        return "?"
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def num(x, d=2):
+    return f"{x:.{d}f}"
+
+
+def pct(x):
+    return f"{x:.2f}%"
+
+
+def md_cell(s):
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def md_table(header, rows, align=None):
+    align = align or ["---"] * len(header)
+    out = ["| " + " | ".join(md_cell(h) for h in header) + " |",
+           "| " + " | ".join(align) + " |"]
+    for r in rows:
+        out.append("| " + " | ".join(md_cell(c) for c in r) + " |")
+    return "\n".join(out)

@@ -1,0 +1,184 @@
+"""Exact per-step figures from Prometheus (docs/CONTRACT.md), and the cross-check against
+the run manifest's k6 summary.
+
+For a step with measured window [measure_start, measure_end] (epoch ms), every query is
+evaluated at measure_end + 6 s (the last sample arrives up to one push interval, 2 s, plus
+the 3 s graceful stop after measure_end) over a range reaching back to measure_start, on the
+series labelled testid, threads and warmup="false" (born in that phase, so their cumulative
+values are the phase's totals):
+
+  queries      sum(max_over_time(k6_oltp_queries_total{sel}[R]))
+  transactions sum(max_over_time(k6_oltp_transactions_total{sel}[R]))
+  errors       sum(max_over_time(k6_oltp_errors_total{sel}[R]))
+  p95          histogram_quantile(0.95, sum(last_over_time(k6_oltp_latency_seconds{sel}[R])))
+  histogram    sum(last_over_time(k6_oltp_latency_seconds{sel}[R]))   (count, sum -> avg;
+               its bucket boundaries give the resolution the p95 is checked against)
+"""
+import json
+import math
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+
+from . import ReportError
+
+TAIL_MS = 6000  # evaluate this long after measure_end
+QPS_TOLERANCE = 0.02  # QPS from Prometheus vs k6's summary
+DEFAULT_BUCKET_FACTOR = 2 ** (2 ** -3)  # native histogram schema 3
+
+
+def http_fetch(url, timeout=15):
+    """GET url -> parsed JSON. Prometheus answers errors with JSON too."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return json.load(r)
+    except urllib.error.HTTPError as e:
+        try:
+            return json.load(e)
+        except Exception:
+            raise ReportError(f"Prometheus answered HTTP {e.code} for {url}")
+    except (urllib.error.URLError, OSError) as e:
+        reason = getattr(e, "reason", e)
+        raise ReportError(f"cannot reach Prometheus at {url.split('/api/')[0]}: {reason}")
+
+
+class Prometheus:
+    """Instant queries against the HTTP API. `fetch(url) -> dict` is injectable (tests replay
+    recorded answers); TBS_PROM_RECORD=<file> appends every answer to a JSON-lines file."""
+
+    def __init__(self, url, fetch=None):
+        self.url = url.rstrip("/")
+        self.fetch = fetch or http_fetch
+        self.record = os.environ.get("TBS_PROM_RECORD")
+
+    def _get(self, path, params=None):
+        url = self.url + path + ("?" + urllib.parse.urlencode(params) if params else "")
+        body = self.fetch(url)
+        if self.record:
+            with open(self.record, "a") as f:
+                f.write(json.dumps({"path": path, "params": params or {}, "response": body}) + "\n")
+        return body
+
+    def query(self, expr, at):
+        body = self._get("/api/v1/query", {"query": expr, "time": at})
+        if body.get("status") != "success":
+            raise ReportError(f"Prometheus at {self.url} rejected the query {expr}: "
+                              f"{body.get('errorType', '')} {body.get('error', body)}")
+        return body["data"]["result"]
+
+    def version(self):
+        try:
+            body = self._get("/api/v1/status/buildinfo")
+            return body.get("data", {}).get("version", "") if body.get("status") == "success" else ""
+        except ReportError:
+            return ""
+
+
+@dataclass
+class StepFigures:
+    threads: int
+    seconds: float
+    queries: float
+    transactions: float
+    errors: float
+    qps: float
+    tps: float
+    p95_ms: float
+    avg_ms: float
+    count: float
+    bucket_factor: float
+    k6: dict = field(default_factory=dict)  # the manifest's step (k6's own summary)
+    at: float = 0.0
+    range_ms: int = 0
+
+
+def _scalar(result):
+    if not result:
+        return None
+    v = float(result[0]["value"][1])
+    return None if math.isnan(v) else v
+
+
+def _fmt_at(ms):
+    return f"{ms / 1000:.3f}"
+
+
+def step_query_params(testid, step):
+    w = step["window"]
+    at_ms = int(w["measure_end"]) + TAIL_MS
+    range_ms = at_ms - int(w["measure_start"])
+    sel = f'testid="{testid}",threads="{step["threads"]}",warmup="false"'
+    return sel, _fmt_at(at_ms), range_ms
+
+
+def step_figures(prom, testid, step):
+    """Figures of one step from Prometheus, or None when Prometheus has nothing for it."""
+    sel, at, rng = step_query_params(testid, step)
+    r = f"[{rng}ms]"
+    queries = _scalar(prom.query(f"sum(max_over_time(k6_oltp_queries_total{{{sel}}}{r}))", at))
+    if queries is None:
+        return None
+    transactions = _scalar(prom.query(f"sum(max_over_time(k6_oltp_transactions_total{{{sel}}}{r}))", at)) or 0.0
+    errors = _scalar(prom.query(f"sum(max_over_time(k6_oltp_errors_total{{{sel}}}{r}))", at)) or 0.0
+    hist = prom.query(f"sum(last_over_time(k6_oltp_latency_seconds{{{sel}}}{r}))", at)
+    p95 = _scalar(prom.query(f"histogram_quantile(0.95, sum(last_over_time(k6_oltp_latency_seconds{{{sel}}}{r})))", at))
+    count, total, factor = 0.0, 0.0, DEFAULT_BUCKET_FACTOR
+    if hist and "histogram" in hist[0]:
+        h = hist[0]["histogram"][1]
+        count, total = float(h.get("count", 0)), float(h.get("sum", 0))
+        ratios = [float(b[2]) / float(b[1]) for b in h.get("buckets", []) if float(b[1]) > 0 and float(b[2]) > 0]
+        if ratios:
+            factor = max(ratios)
+    w = step["window"]
+    seconds = (w["measure_end"] - w["measure_start"]) / 1000.0
+    return StepFigures(
+        threads=int(step["threads"]), seconds=seconds, queries=queries, transactions=transactions,
+        errors=errors, qps=queries / seconds, tps=transactions / seconds,
+        p95_ms=(p95 or 0.0) * 1000.0, avg_ms=(total / count * 1000.0) if count else 0.0,
+        count=count, bucket_factor=factor, k6=step, at=float(at), range_ms=rng)
+
+
+def run_figures(prom, run):
+    """[StepFigures] of a run; ReportError naming the testid when Prometheus has no data."""
+    out, missing = [], []
+    for step in run.steps:
+        f = step_figures(prom, run.testid, step)
+        if f is None:
+            missing.append(step)
+        else:
+            out.append(f)
+    if missing:
+        from .fmt import utc
+        s = missing[0]
+        what = "no data" if len(missing) == len(run.steps) else \
+            f"no data for thread step(s) {', '.join(str(m['threads']) for m in missing)}"
+        raise ReportError(
+            f"Prometheus at {prom.url} has {what} for testid '{run.testid}' in its time range "
+            f"{utc(run.manifest.get('run_start') or s['window']['measure_start'])} to "
+            f"{utc(run.manifest.get('run_end') or missing[-1]['window']['measure_end'])} "
+            f"(series k6_oltp_queries_total{{testid=\"{run.testid}\",warmup=\"false\"}}); was it run with "
+            "remote write to this Prometheus (scripts/k6), and is the data still retained?", code=3)
+    return out
+
+
+def crosscheck(run, figs):
+    """Warnings where Prometheus and k6's summary disagree: QPS by more than 2%, p95 by more
+    than the histogram's bucket resolution."""
+    warnings = []
+    for f in figs:
+        k6_qps = f.k6.get("qps")
+        if k6_qps:
+            d = (f.qps - k6_qps) / k6_qps
+            if abs(d) > QPS_TOLERANCE:
+                warnings.append(f"{run.workload} (testid {run.testid}), {f.threads} threads: QPS from Prometheus "
+                                f"{f.qps:.2f} differs from k6's summary {k6_qps:.2f} by {d * 100:+.2f}% (over 2%)")
+        k6_p95 = (f.k6.get("latency_ms") or {}).get("p95")
+        if k6_p95 and f.p95_ms:
+            ratio = max(f.p95_ms, k6_p95) / min(f.p95_ms, k6_p95)
+            if ratio > f.bucket_factor * (1 + 1e-9):
+                warnings.append(f"{run.workload} (testid {run.testid}), {f.threads} threads: p95 from Prometheus "
+                                f"{f.p95_ms:.2f} ms differs from k6's summary {k6_p95:.2f} ms by a factor of "
+                                f"{ratio:.3f} (over the histogram's bucket resolution {f.bucket_factor:.4f})")
+    return warnings

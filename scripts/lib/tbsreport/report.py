@@ -1,0 +1,469 @@
+"""The report: report.md (the seeds' layout), report.html (the same, for a browser), charts/
+and snapshots/, written into a temporary folder that is renamed into place at the end."""
+import datetime
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from . import ROOT, ReportError, charts, commands, grafana
+from .fmt import (md_table, num, pct, product_name, runset_label, short_version, utc, workload_name)
+from .manifest import common_workloads
+from .prom import DEFAULT_BUCKET_FACTOR, crosscheck, run_figures
+
+# SHOW GLOBAL VARIABLES the seeds set or name, per product family, in this order
+TIDB_VARS = [
+    "tidb_enable_prepared_plan_cache", "tidb_prepared_plan_cache_size", "tidb_session_plan_cache_size",
+    "tidb_enable_non_prepared_plan_cache", "tidb_txn_mode", "tidb_disable_txn_auto_retry", "tidb_retry_limit",
+    "tidb_enable_async_commit", "tidb_enable_1pc", "tidb_guarantee_linearizability", "tidb_enable_clustered_index",
+    "tidb_hashagg_final_concurrency", "tidb_hashagg_partial_concurrency", "tidb_executor_concurrency",
+    "tidb_distsql_scan_concurrency", "tidb_enable_auto_analyze", "tidb_mem_quota_query",
+]
+MYSQL_VARS = [
+    "innodb_buffer_pool_size", "innodb_flush_log_at_trx_commit", "innodb_log_file_size", "innodb_doublewrite",
+    "innodb_flush_method", "innodb_io_capacity", "sync_binlog", "log_bin", "thread_handling",
+    "query_cache_type", "performance_schema", "max_prepared_stmt_count",
+]
+COMMON_VARS = ["transaction_isolation", "autocommit", "max_connections"]
+
+
+def relevant_variables(rs):
+    v = rs.first.manifest.get("target_variables") or {}
+    names = (TIDB_VARS if rs.product == "tidb" else MYSQL_VARS) + COMMON_VARS
+    out = {}
+    for n in names:
+        if n in v:
+            out[n] = v[n]
+        elif n == "transaction_isolation" and "tx_isolation" in v:
+            out[n] = v["tx_isolation"]
+    return out
+
+
+def stack_version():
+    if os.environ.get("TBS_STACK_VERSION"):
+        return os.environ["TBS_STACK_VERSION"]
+    try:
+        p = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"],
+                           capture_output=True, text=True, timeout=10)
+        if p.returncode == 0:
+            return f"commit {p.stdout.strip()} (at report time)"
+    except OSError:
+        pass
+    return "unknown"
+
+
+def generated_at():
+    sde = os.environ.get("SOURCE_DATE_EPOCH")
+    t = int(sde) * 1000 if sde else datetime.datetime.now(datetime.timezone.utc).timestamp() * 1000
+    return utc(t)
+
+
+class Report:
+    def __init__(self, sets, prom, grafana_url=None):
+        self.sets = sets  # [baseline] or [baseline, candidate]
+        self.prom = prom
+        self.grafana_url = grafana_url
+        self.pair = len(sets) == 2
+        if self.pair:
+            self.workloads = common_workloads(*sets)
+        else:
+            self.workloads = [r.workload for r in sets[0].runs]
+        labels = [runset_label(s) for s in sets]
+        if self.pair and labels[0] == labels[1]:
+            labels = [f"{labels[0]} (baseline)", f"{labels[1]} (candidate)"]
+        self.labels = labels
+        self.figs = {}
+        self.warnings = []
+
+    # -- data: everything from Prometheus before anything is written
+    def collect(self):
+        for i, s in enumerate(self.sets):
+            bw = s.by_workload()
+            for w in self.workloads:
+                run = bw[w]
+                figs = run_figures(self.prom, run)
+                self.figs[(i, w)] = figs
+                self.warnings.extend(crosscheck(run, figs))
+        self.prom_version = self.prom.version()
+
+    # -- helpers
+    def cols(self):
+        return ["Item", "Value"] if not self.pair else ["Item", *self.labels]
+
+    def per_set(self, fn):
+        return [fn(s) for s in self.sets]
+
+    def runs_for(self, i):
+        bw = self.sets[i].by_workload()
+        return [bw[w] for w in self.workloads]
+
+    # -- markdown
+    def markdown(self, chart_paths, snaps, snap_reason):
+        L = []
+        a = self.labels
+        wl_names = [workload_name(w) for w in self.workloads]
+        if self.pair:
+            L.append(f"# Sysbench Performance Test Report -- {a[1]} vs. {a[0]}")
+        else:
+            L.append(f"# Sysbench Performance Test Report -- {a[0]}")
+        L.append("")
+        L.append("## Test purpose")
+        L.append("")
+        what = f"the {', '.join(wl_names)} workload{'s' if len(wl_names) > 1 else ''}"
+        if self.pair:
+            L.append(f"This test compares the sysbench OLTP performance of {a[1]} (candidate) with {a[0]} "
+                     f"(baseline) on {what}, thread step by thread step.")
+        else:
+            L.append(f"This test measures the sysbench OLTP performance of {a[0]} on {what}.")
+        L.append("The load comes from tidb-bench-stack: k6 running sysbench 1.0.20's OLTP workloads (same SQL, "
+                 "options and random distributions), its figures recorded in Prometheus.")
+        L.append("")
+
+        # runs
+        L.append("## Test version and time")
+        L.append("")
+        rows = [
+            ["Run", *self.per_set(lambda s: f"{'sweep ' if s.kind == 'sweep' else 'testid '}{s.id}")],
+            ["Product", *self.per_set(lambda s: product_name(s.product))],
+            ["Version", *self.per_set(lambda s: s.version)],
+            ["Time", *self.per_set(lambda s: f"{utc(min(r.manifest.get('run_start') or 0 for r in s.runs))} to "
+                                             f"{utc(max(r.manifest.get('run_end') or 0 for r in s.runs))}")],
+        ]
+        L.append(md_table(self.cols(), rows))
+        L.append("")
+        tests = []
+        for i, s in enumerate(self.sets):
+            for r in self.runs_for(i):
+                tests.append([a[i] if self.pair else workload_name(r.workload), r.workload, r.testid,
+                              ", ".join(str(st["threads"]) for st in r.steps),
+                              utc(r.manifest.get("run_start")), utc(r.manifest.get("run_end"))])
+        hdr = ["Run" if self.pair else "Workload", "workload", "testid", "threads", "start", "end"]
+        if not self.pair:
+            tests = [t[1:] for t in tests]
+            hdr = hdr[1:]
+        L.append(md_table(hdr, tests))
+        L.append("")
+
+        # environment
+        L.append("## Test environment")
+        L.append("")
+        L.append("### Target")
+        L.append("")
+        rows = [
+            ["Product", *self.per_set(lambda s: product_name(s.product))],
+            ["Version", *self.per_set(lambda s: short_version(s.product, s.version))],
+            ["Version string", *self.per_set(lambda s: (s.first.manifest.get("version_full") or "").splitlines()[0]
+                                             if s.first.manifest.get("version_full") else "")],
+            ["Address", *self.per_set(lambda s: "{host}:{port}, user {user}, database {db}".format(
+                **{k: s.first.manifest.get("target", {}).get(k, "?") for k in ("host", "port", "user", "db")}))],
+        ]
+        L.append(md_table(self.cols(), rows))
+        L.append("")
+        for i, s in enumerate(self.sets):
+            full = s.first.manifest.get("version_full") or ""
+            if "\n" in full:
+                fn = "tidb_version()" if s.product == "tidb" else "VERSION()"
+                L.append(f"`{fn}`{' of ' + a[i] if self.pair else ''}:")
+                L.append("")
+                L.append("```text")
+                L.append(full)
+                L.append("```")
+                L.append("")
+        L.append("### Load generator")
+        L.append("")
+
+        def lg(s, k, suffix=""):
+            v = (s.first.manifest.get("load_generator") or {}).get(k)
+            return "not recorded" if v in (None, "") else f"{v}{suffix}"
+        rows = [
+            ["CPU", *self.per_set(lambda s: lg(s, "cpu_model"))],
+            ["Cores", *self.per_set(lambda s: lg(s, "cpu_cores"))],
+            ["Memory", *self.per_set(lambda s: lg(s, "memory_gib", " GiB"))],
+            ["Host", *self.per_set(lambda s: lg(s, "hostname"))],
+            ["k6", *self.per_set(lambda s: lg(s, "k6"))],
+        ]
+        L.append(md_table(self.cols(), rows))
+        L.append("")
+        L.append("### Software versions")
+        L.append("")
+        factors = [f.bucket_factor for figs in self.figs.values() for f in figs]
+        factor = max(factors) if factors else DEFAULT_BUCKET_FACTOR
+        rows = [
+            ["tidb-bench-stack", stack_version()],
+            ["Prometheus", self.prom_version or "unknown"],
+            ["Workloads", "sysbench 1.0.20's OLTP Lua scripts, ported to k6 (k6/oltp.js)"],
+            ["Latency histogram", f"native histogram k6_oltp_latency_seconds, bucket factor {factor:.4f}"],
+        ]
+        L.append(md_table(["Component", "Version"], rows))
+        L.append("")
+        L.append("### Target variables")
+        L.append("")
+        L.append("Captured with `SHOW GLOBAL VARIABLES` when each run started; the ones the seeds set or name:")
+        L.append("")
+        vs = [relevant_variables(s) for s in self.sets]
+        names = []
+        for v in vs:
+            names.extend(n for n in v if n not in names)
+        if names:
+            L.append(md_table(["Variable", *(["Value"] if not self.pair else a)],
+                              [[f"`{n}`", *[v.get(n, "—") for v in vs]] for n in names]))
+        else:
+            L.append("Not recorded in the run manifests.")
+        L.append("")
+
+        # parameters
+        L.append("## Test parameters")
+        L.append("")
+        L.append(md_table(self.cols(), self.parameter_rows()))
+        L.append("")
+
+        # commands
+        L.append("## Test commands")
+        L.append("")
+        L.append("The runs, rebuilt from their manifests (`scripts/k6` adds the password from `.stack/k6.env`; "
+                 "for another server add `-e mysql_password=...`).")
+        L.append("")
+        for i, s in enumerate(self.sets):
+            if self.pair:
+                L.append(f"### {('Baseline', 'Candidate')[i]}: {a[i]}")
+                L.append("")
+            L.extend(self.command_lines(i, s))
+
+        # results
+        L.append("## Test results")
+        L.append("")
+        L.append("Each step's figures come from Prometheus over its measured window (warm-up excluded): QPS and TPS "
+                 "are the step's exact query and transaction totals (`max_over_time` of the counters born in the "
+                 "step) divided by the measured seconds; 95% latency is `histogram_quantile(0.95, ...)` of the "
+                 "native histogram over the whole window, as sysbench computes it; avg latency is the histogram's "
+                 "sum / count.")
+        L.append("")
+        if self.pair:
+            only = [(a[i], [r.workload for r in s.runs if r.workload not in self.workloads])
+                    for i, s in enumerate(self.sets)]
+            notes = [f"{lab} only: {', '.join(ws)}" for lab, ws in only if ws]
+            if notes:
+                L.append(f"Not compared (measured by one side only): {'; '.join(notes)}.")
+                L.append("")
+        for w in self.workloads:
+            L.extend(self.workload_section(w, chart_paths.get(w)))
+
+        # cross-check
+        L.append("## Cross-check against k6's summary")
+        L.append("")
+        L.append("k6's own per-step summary (the run manifest) against the Prometheus figures above: QPS may differ "
+                 "by at most 2%, the 95% latency by at most the histogram's bucket resolution.")
+        L.append("")
+        rows = []
+        for i, s in enumerate(self.sets):
+            for w in self.workloads:
+                for f in self.figs[(i, w)]:
+                    k6p95 = (f.k6.get("latency_ms") or {}).get("p95") or 0.0
+                    d = (f.qps - f.k6["qps"]) / f.k6["qps"] * 100 if f.k6.get("qps") else 0.0
+                    ratio = (max(f.p95_ms, k6p95) / min(f.p95_ms, k6p95)) if f.p95_ms and k6p95 else 0.0
+                    row = [workload_name(w), str(f.threads), num(f.qps), num(f.k6.get("qps") or 0.0), f"{d:+.2f}%",
+                           num(f.p95_ms), num(k6p95), f"{ratio:.3f}"]
+                    rows.append(([a[i]] if self.pair else []) + row)
+        hdr = ["Workload", "Threads", "QPS (Prometheus)", "QPS (k6)", "QPS diff", "95% latency (Prometheus, ms)",
+               "95% latency (k6, ms)", "p95 ratio"]
+        L.append(md_table((["Run"] if self.pair else []) + hdr, rows))
+        L.append("")
+        if self.warnings:
+            for wmsg in self.warnings:
+                L.append(f"> **Warning:** {wmsg}")
+                L.append(">")
+            L.pop()
+        else:
+            n = sum(len(v) for v in self.figs.values())
+            L.append(f"All {n} steps agree: QPS within 2%, 95% latency within the bucket resolution "
+                     f"(factor {factor:.4f}).")
+        L.append("")
+
+        # snapshots
+        L.append("## Dashboard snapshots")
+        L.append("")
+        if snap_reason:
+            L.append(f"Grafana panel snapshots were skipped: {snap_reason}. The dashboard "
+                     f"`{grafana.DASHBOARD_UID}` (variable `testid`) shows the same runs live.")
+            L.append("")
+        else:
+            for run, shots in snaps:
+                L.append(f"### {workload_name(run.workload)}, testid {run.testid}")
+                L.append("")
+                for title, rel in shots:
+                    L.append(f"![{title}]({rel})")
+                    L.append("")
+        L.append("---")
+        L.append("")
+        L.append(f"Generated by `scripts/report` on {generated_at()}.")
+        L.append("")
+        return "\n".join(L)
+
+    def parameter_rows(self):
+        def opt(s, k):
+            vals = {commands.value_text(r.options.get(k, "")) for r in s.runs}
+            return " / ".join(sorted(vals))
+        rows = [
+            ["Workloads", *self.per_set(lambda s: ", ".join(r.workload for r in s.runs))],
+            ["Tables", *self.per_set(lambda s: opt(s, "tables"))],
+            ["Rows per table", *self.per_set(lambda s: opt(s, "table_size"))],
+            ["Threads", *self.per_set(lambda s: opt(s, "threads"))],
+            ["Measured time per step (s)", *self.per_set(lambda s: opt(s, "time"))],
+            ["Warm-up per step (s)", *self.per_set(lambda s: opt(s, "warmup_time"))],
+            ["rand_type", *self.per_set(lambda s: opt(s, "rand_type"))],
+            ["mysql_ignore_errors", *self.per_set(lambda s: opt(s, "mysql_ignore_errors"))],
+        ]
+        shown = {"workload", "tables", "table_size", "threads", "time", "warmup_time", "rand_type",
+                 "mysql_ignore_errors", *commands.TARGET}
+        extra = []
+        for s in self.sets:
+            for r in s.runs:
+                for k, v in r.options.items():
+                    if k not in shown and k not in commands.NEVER and k not in extra and \
+                            not commands.is_default(k, v) and not (k == "version" and not v):
+                        extra.append(k)
+        for k in extra:
+            rows.append([k, *self.per_set(lambda s: opt(s, k))])
+        if any(s.sweep for s in self.sets):
+            rows.append(["Between workloads", *self.per_set(self.between_text)])
+        return rows
+
+    @staticmethod
+    def between_text(s):
+        if not s.sweep:
+            return "—"
+        parts = []
+        if s.sweep.get("reset"):
+            parts.append("data reset (cleanup + prepare)")
+        if s.sweep.get("analyze"):
+            parts.append("ANALYZE TABLE")
+        return ", ".join(parts) or "nothing"
+
+    def command_lines(self, i, s):
+        L = []
+        first = s.first
+        L.append("Prepare the data:")
+        L.append("")
+        L.append("```sh")
+        prep_threads = (s.sweep or {}).get("prepare_threads")
+        L.append(commands.k6_command(commands.prepare_options(first.options, prep_threads), "k6/prepare.js"))
+        L.append("```")
+        L.append("")
+        if s.sweep and s.sweep.get("command"):
+            import shlex
+            L.append(f"Run the sweep (`{s.id}`):")
+            L.append("")
+            L.append("```sh")
+            L.append(" ".join(shlex.quote(x) for x in s.sweep["command"]))
+            L.append("```")
+            L.append("")
+            between = self.between_text(s)
+            L.append(f"It ran, per workload{' after ' + between if between not in ('nothing', '—') else ''}:")
+            L.append("")
+        else:
+            L.append("Run the test:")
+            L.append("")
+        L.append("```sh")
+        runs = self.runs_for(i)
+        L.append("\n\n".join(commands.k6_command(commands.run_options(r.options), "k6/oltp.js") for r in runs))
+        L.append("```")
+        L.append("")
+        return L
+
+    def workload_section(self, w, chart):
+        a = self.labels
+        name = workload_name(w)
+        L = [f"### {name} performance", ""]
+        tables = []
+        for i in range(len(self.sets)):
+            rows = [[str(f.threads), num(f.qps), num(f.tps), num(f.p95_ms), num(f.avg_ms)]
+                    for f in self.figs[(i, w)]]
+            tables.append(md_table(["Threads", "QPS", "TPS", "95% latency (ms)", "avg latency (ms)"], rows))
+        if not self.pair:
+            L += [tables[0], ""]
+        else:
+            for i in range(2):
+                L += [f"**{a[i]}**", "", tables[i], ""]
+            base = {f.threads: f for f in self.figs[(0, w)]}
+            cand = {f.threads: f for f in self.figs[(1, w)]}
+            threads = sorted(set(base) | set(cand))
+            rows, changes = [], []
+            for t in threads:
+                b, c = base.get(t), cand.get(t)
+                ch = ""
+                if b and c and b.qps:
+                    x = (c.qps - b.qps) / b.qps * 100
+                    changes.append(x)
+                    ch = pct(x)
+                rows.append([str(t), num(b.qps) if b else "—", num(b.p95_ms) if b else "—",
+                             num(c.qps) if c else "—", num(c.p95_ms) if c else "—", ch])
+            L.append(md_table(["Threads", f"{a[0]} QPS", f"{a[0]} 95% latency (ms)", f"{a[1]} QPS",
+                               f"{a[1]} 95% latency (ms)", "QPS improvement"], rows))
+            L.append("")
+            if changes:
+                m = statistics.mean(changes)
+                if round(m, 2) == 0:
+                    trend = "is unchanged (0.00%)"
+                else:
+                    trend = f"is {'up' if m > 0 else 'down'} {abs(m):.2f}%"
+                L.append(f"Compared with {a[0]}, {a[1]}'s {name} QPS {trend} "
+                         f"(the mean of the per-step changes).")
+            else:
+                L.append(f"{a[0]} and {a[1]} have no thread step of {name} in common.")
+            L.append("")
+        errs = []
+        for i in range(len(self.sets)):
+            for f in self.figs[(i, w)]:
+                if f.errors:
+                    errs.append(f"{(a[i] + ', ') if self.pair else ''}{f.threads} threads: {int(f.errors)} "
+                                f"({f.errors / f.seconds:.2f}/s)")
+        if errs:
+            L.append(f"Ignored errors (events restarted, as sysbench does): {'; '.join(errs)}.")
+            L.append("")
+        if chart:
+            L.append(f"![{name}: QPS and 95% latency against threads]({chart})")
+            L.append("")
+        return L
+
+    # -- files
+    def write(self, out):
+        """Builds everything in a temporary sibling folder, then renames it to `out`."""
+        out = Path(out).resolve()
+        if out.exists() and not (out / "report.md").is_file():
+            if not out.is_dir() or any(out.iterdir()):
+                raise ReportError(f"output folder {out} exists and is not a report folder; choose another --out",
+                                  code=2)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+        try:
+            (tmp / "charts").mkdir()
+            chart_paths = {}
+            for w in self.workloads:
+                rel = f"charts/{w}.png"
+                charts.workload_chart(tmp / rel, workload_name(w),
+                                      [(self.labels[i], self.figs[(i, w)]) for i in range(len(self.sets))])
+                chart_paths[w] = rel
+            runs = [r for i in range(len(self.sets)) for r in self.runs_for(i)]
+            snaps, reason = grafana.snapshots(self.grafana_url, runs, tmp)
+            if reason and (tmp / "snapshots").exists():
+                shutil.rmtree(tmp / "snapshots")
+            md = self.markdown(chart_paths, snaps, reason)
+            (tmp / "report.md").write_text(md)
+            from .html import to_html
+            (tmp / "report.html").write_text(to_html(md))
+            if reason:
+                print(f"note: Grafana panel snapshots skipped: {reason}", file=sys.stderr)
+            old = None
+            if out.exists():
+                old = out.parent / f".{out.name}.old-{os.getpid()}"
+                out.rename(old)
+            tmp.rename(out)
+            if old:
+                shutil.rmtree(old, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return out
