@@ -30,6 +30,10 @@ def product_name(p):
 def short_version(product, version):
     """What the seeds call a version: v3.0.0, 10.11.19-MariaDB. Build metadata (+...) goes."""
     v = (version or "").split("+", 1)[0]
+    # a Go pseudo-version (a module build of a commit): keep the base and the commit
+    m = re.match(r"^(v\d+\.\d+\.\d+(?:-[0-9A-Za-z]+(?:\.\d+)?)?)[.-]\d{14}-([0-9a-f]{12})$", v)
+    if m:
+        return f"{m.group(1)}-{m.group(2)}"
     if product in ("mariadb", "mysql"):
         m = re.match(r"^(\d+\.\d+\.\d+)", v)
         if m:
@@ -61,7 +65,8 @@ def md_cell(s):
 
 
 def md_table(header, rows, align=None):
-    align = align or ["---"] * len(header)
+    """align: None (all left), or a string of l/r per column."""
+    align = ["---:" if c == "r" else "---" for c in align] if align else ["---"] * len(header)
     out = ["| " + " | ".join(md_cell(h) for h in header) + " |",
            "| " + " | ".join(align) + " |"]
     for r in rows:

@@ -126,7 +126,7 @@ class Report:
         L.append("## Test version and time")
         L.append("")
         rows = [
-            ["Run", *self.per_set(lambda s: f"{'sweep ' if s.kind == 'sweep' else 'testid '}{s.id}")],
+            ["Run", *self.per_set(self.run_text)],
             ["Product", *self.per_set(lambda s: product_name(s.product))],
             ["Version", *self.per_set(lambda s: s.version)],
             ["Time", *self.per_set(lambda s: f"{utc(min(r.manifest.get('run_start') or 0 for r in s.runs))} to "
@@ -269,7 +269,8 @@ class Report:
                     rows.append(([a[i]] if self.pair else []) + row)
         hdr = ["Workload", "Threads", "QPS (Prometheus)", "QPS (k6)", "QPS diff", "95% latency (Prometheus, ms)",
                "95% latency (k6, ms)", "p95 ratio"]
-        L.append(md_table((["Run"] if self.pair else []) + hdr, rows))
+        L.append(md_table((["Run"] if self.pair else []) + hdr, rows,
+                          ("l" if self.pair else "") + "lrrrrrrr"))
         L.append("")
         if self.warnings:
             for wmsg in self.warnings:
@@ -328,8 +329,17 @@ class Report:
         for k in extra:
             rows.append([k, *self.per_set(lambda s: opt(s, k))])
         if any(s.sweep for s in self.sets):
-            rows.append(["Between workloads", *self.per_set(self.between_text)])
+            rows.append(["Before each workload", *self.per_set(self.between_text)])
         return rows
+
+    @staticmethod
+    def run_text(s):
+        if s.kind != "sweep":
+            return f"testid {s.id}"
+        status = s.sweep.get("status", "complete")
+        if status == "complete":
+            return f"sweep {s.id}"
+        return f"sweep {s.id} ({status}: {s.sweep.get('error', '')}; {len(s.runs)} finished run(s))"
 
     @staticmethod
     def between_text(s):
@@ -381,7 +391,7 @@ class Report:
         for i in range(len(self.sets)):
             rows = [[str(f.threads), num(f.qps), num(f.tps), num(f.p95_ms), num(f.avg_ms)]
                     for f in self.figs[(i, w)]]
-            tables.append(md_table(["Threads", "QPS", "TPS", "95% latency (ms)", "avg latency (ms)"], rows))
+            tables.append(md_table(["Threads", "QPS", "TPS", "95% latency (ms)", "avg latency (ms)"], rows, "rrrrr"))
         if not self.pair:
             L += [tables[0], ""]
         else:
@@ -401,7 +411,7 @@ class Report:
                 rows.append([str(t), num(b.qps) if b else "—", num(b.p95_ms) if b else "—",
                              num(c.qps) if c else "—", num(c.p95_ms) if c else "—", ch])
             L.append(md_table(["Threads", f"{a[0]} QPS", f"{a[0]} 95% latency (ms)", f"{a[1]} QPS",
-                               f"{a[1]} 95% latency (ms)", "QPS improvement"], rows))
+                               f"{a[1]} 95% latency (ms)", "QPS improvement"], rows, "rrrrrr"))
             L.append("")
             if changes:
                 m = statistics.mean(changes)

@@ -1,0 +1,251 @@
+"""scripts/sweep: the seeds' method in one command -- several workloads x thread steps, each
+workload its own k6 run (testid), optional data reset (cleanup + prepare) and ANALYZE TABLE
+before each workload, a sweep manifest results/sweep-<id>.json listing the testids, and a
+report at the end (scripts/report on the sweep)."""
+import argparse
+import datetime
+import json
+import os
+import random
+import re
+import string
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import ROOT, ReportError
+from .commands import DEFAULTS, scrub_argv
+
+WORKLOADS = [
+    "oltp_point_select", "oltp_read_only", "oltp_read_write", "oltp_write_only", "oltp_update_index",
+    "oltp_update_non_index", "oltp_insert", "oltp_delete", "select_random_points", "select_random_ranges",
+    "bulk_insert",
+]
+STATE = Path(os.environ.get("TBS_STATE", ROOT / ".stack"))
+TESTID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# set by the sweep's own flags, so not allowed as -e
+OWN = {"workload": "--workloads", "threads": "--threads", "testid": "--id", "time": "--time",
+       "warmup_time": "--warmup-time", "tables": "--tables", "table_size": "--table-size", "mysql_db": "--mysql-db",
+       "results_dir": "--results", "command": "--reset"}
+
+EPILOG = """\
+example:
+  scripts/sweep --workloads oltp_point_select,oltp_read_write --threads 2,4 --time 10 \\
+                --warmup-time 3 --tables 2 --table-size 5000 --mysql-db sbtest --reset --analyze
+Each workload runs `scripts/k6 run -e workload=W -e testid=<id>-W ... k6/oltp.js`; with --reset,
+`k6/prepare.js -e command=cleanup` and `k6/prepare.js` come first, with --analyze,
+ANALYZE TABLE sbtest1..N. Then `scripts/report <sweep id>` (or `scripts/report BASELINE
+<sweep id>` with --baseline) writes the report. Compare two sweeps later with
+`scripts/report sweep-A sweep-B`.
+"""
+
+
+def parser():
+    ap = argparse.ArgumentParser(prog="scripts/sweep", description=__doc__, epilog=EPILOG,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workloads", required=True, help="comma-separated sysbench workloads, run in this order")
+    ap.add_argument("--threads", required=True, help="thread steps for every workload, e.g. 150,300,600")
+    ap.add_argument("--time", type=int, help="seconds measured per step (k6 option time)")
+    ap.add_argument("--warmup-time", type=int, help="seconds of warm-up before each step (warmup_time)")
+    ap.add_argument("--tables", type=int, help="number of tables (tables)")
+    ap.add_argument("--table-size", type=int, help="rows per table (table_size)")
+    ap.add_argument("--mysql-db", help="database (mysql_db)")
+    ap.add_argument("--analyze", action="store_true", help="ANALYZE TABLE sbtest1..N before each workload")
+    ap.add_argument("--reset", action="store_true",
+                    help="before each workload, drop and re-create the tables (prepare.js cleanup, then prepare)")
+    ap.add_argument("--prepare-threads", type=int, default=4, help="threads of prepare.js for --reset (default 4)")
+    ap.add_argument("-e", "--env", dest="extra", action="append", default=[], metavar="NAME=VALUE",
+                    help="any other k6 option for every run (as scripts/k6 run -e), e.g. -e preset=tidb")
+    ap.add_argument("--id", help="sweep id (default: a timestamp); testids are <id>-<workload>")
+    ap.add_argument("--results", default=os.environ.get("TBS_RESULTS_DIR") or str(ROOT / "results"),
+                    help="where run and sweep manifests go (default: results/)")
+    ap.add_argument("--out", help="report folder (scripts/report --out)")
+    ap.add_argument("--prometheus", help="scripts/report --prometheus")
+    ap.add_argument("--grafana", help="scripts/report --grafana")
+    ap.add_argument("--baseline", metavar="RUN", help="compare with this testid or sweep in the final report")
+    ap.add_argument("--no-report", action="store_true", help="run the sweep only")
+    return ap
+
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+def parse_args(argv):
+    a = parser().parse_args(argv)
+    workloads = [w.strip() for w in a.workloads.split(",") if w.strip()]
+    bad = [w for w in workloads if w not in WORKLOADS]
+    if bad or not workloads:
+        raise ReportError(f"unknown workload '{bad[0] if bad else a.workloads}' in --workloads "
+                          f"(valid: {', '.join(WORKLOADS)})", code=2)
+    if len(set(workloads)) != len(workloads):
+        raise ReportError(f"--workloads lists a workload twice: {a.workloads}", code=2)
+    if not re.match(r"^\d+(,\d+)*$", a.threads.replace(" ", "")) or any(int(t) < 1 for t in a.threads.split(",")):
+        raise ReportError(f"invalid --threads {a.threads}: thread counts >= 1, comma-separated (e.g. 2,4,8)", code=2)
+    for name in ("time", "tables", "table_size", "prepare_threads"):
+        v = getattr(a, name)
+        if v is not None and v < 1:
+            raise ReportError(f"invalid --{name.replace('_', '-')} {v}: must be >= 1", code=2)
+    if a.warmup_time is not None and a.warmup_time < 0:
+        raise ReportError(f"invalid --warmup-time {a.warmup_time}: must be >= 0", code=2)
+    extra = {}
+    for e in a.extra:
+        if "=" not in e:
+            raise ReportError(f"invalid -e {e}: write NAME=VALUE", code=2)
+        k, v = e.split("=", 1)
+        if k in OWN:
+            raise ReportError(f"-e {k}=... is set by the sweep; use {OWN[k]}", code=2)
+        if k not in DEFAULTS:
+            raise ReportError(f"unknown option '{k}' in -e {k}=... (valid: {', '.join(DEFAULTS)})", code=2)
+        extra[k] = v
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = a.id or f"{stamp}-{''.join(random.choices(string.ascii_lowercase + string.digits, k=4))}"
+    base = base[len("sweep-"):] if base.startswith("sweep-") else base
+    for w in workloads:
+        if not TESTID_RE.match(f"{base}-{w}"):
+            raise ReportError(f"invalid --id {a.id}: testid '{base}-{w}' must be letters, digits, . _ - "
+                              "(at most 64)", code=2)
+    return a, workloads, extra, base
+
+
+def k6_env_file():
+    out = {}
+    f = STATE / "k6.env"
+    if f.exists():
+        for line in f.read_text().splitlines():
+            if line and not line.startswith("#") and "=" in line:
+                k, v = line.split("=", 1)
+                out[k] = v
+    return out
+
+
+def target(extra, db):
+    """Where the runs go, as scripts/k6 resolves it: -e, then the environment, then .stack/k6.env,
+    then k6's defaults."""
+    envfile = k6_env_file()
+
+    def get(k):
+        for src in (extra, os.environ, envfile):
+            if k in src and src[k] != "":
+                return src[k]
+        return DEFAULTS[k]
+    t = {k: get(k) for k in ("mysql_host", "mysql_port", "mysql_user", "mysql_password", "mysql_db")}
+    if db:
+        t["mysql_db"] = db
+    t["mysql_port"] = int(t["mysql_port"])
+    return t
+
+
+def analyze(t, tables):
+    import pymysql
+    try:
+        conn = pymysql.connect(host=t["mysql_host"], port=t["mysql_port"], user=t["mysql_user"],
+                               password=t["mysql_password"], database=t["mysql_db"], autocommit=True,
+                               connect_timeout=10)
+    except pymysql.MySQLError as e:
+        raise ReportError(f"ANALYZE: cannot connect to {t['mysql_host']}:{t['mysql_port']} as user "
+                          f"'{t['mysql_user']}' (database '{t['mysql_db']}'): {e.args[-1]}")
+    with conn, conn.cursor() as cur:
+        for i in range(1, tables + 1):
+            print(f"sweep: ANALYZE TABLE sbtest{i}", flush=True)
+            try:
+                cur.execute(f"ANALYZE TABLE sbtest{i}")
+                cur.fetchall()
+            except pymysql.MySQLError as e:
+                raise ReportError(f"ANALYZE TABLE sbtest{i} in '{t['mysql_db']}' failed: {e.args[-1]}")
+
+
+def k6(args, results):
+    env = dict(os.environ)
+    env["results_dir"] = str(results)
+    cmd = [str(ROOT / "scripts/k6"), "run", *args]
+    print("sweep: " + " ".join(scrub_argv(cmd[1:])).replace(str(ROOT) + "/", ""), flush=True)
+    return subprocess.run(cmd, cwd=ROOT, env=env).returncode
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        a, workloads, extra, base = parse_args(argv)
+    except ReportError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.code
+    results = Path(a.results).resolve()
+    results.mkdir(parents=True, exist_ok=True)
+    sweep_id = f"sweep-{base}"
+    path = results / f"{sweep_id}.json"
+    if path.exists():
+        print(f"error: sweep '{sweep_id}' exists ({path}); choose another --id", file=sys.stderr)
+        return 2
+    opts = {}
+    for k, flag in (("time", a.time), ("warmup_time", a.warmup_time), ("tables", a.tables),
+                    ("table_size", a.table_size), ("mysql_db", a.mysql_db)):
+        if flag is not None:
+            opts[k] = flag
+    opts.update(extra)
+    common = [x for k, v in opts.items() for x in ("-e", f"{k}={v}")]
+    tables = int(a.tables or extra.get("tables") or DEFAULTS["tables"])
+    manifest = {
+        "sweep": sweep_id, "status": "running", "created": now_ms(), "finished": None,
+        "command": scrub_argv(["scripts/sweep", *argv]),
+        "workloads": workloads, "threads": [int(t) for t in a.threads.split(",")],
+        "options": {k: ("***" if k == "mysql_password" else v) for k, v in opts.items()},
+        "analyze": a.analyze, "reset": a.reset, "prepare_threads": a.prepare_threads if a.reset else None,
+        "runs": [],
+    }
+
+    def save():
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(manifest, indent=2) + "\n")
+        tmp.rename(path)
+
+    save()
+    print(f"sweep={sweep_id} workloads={','.join(workloads)} threads={a.threads}", flush=True)
+    t = None
+    try:
+        for w in workloads:
+            entry = {"workload": w, "testid": f"{base}-{w}"}
+            if a.reset:
+                t0 = time.time()
+                if k6([*common, "-e", "command=cleanup", "k6/prepare.js"], results) != 0:
+                    raise ReportError(f"reset before {w}: prepare.js cleanup failed")
+                if k6([*common, "-e", f"threads={a.prepare_threads}", "k6/prepare.js"], results) != 0:
+                    raise ReportError(f"reset before {w}: prepare.js prepare failed")
+                entry["reset_seconds"] = round(time.time() - t0, 1)
+            if a.analyze:
+                t = t or target(extra, a.mysql_db)
+                t0 = time.time()
+                analyze(t, tables)
+                entry["analyze_seconds"] = round(time.time() - t0, 1)
+            entry["started"] = now_ms()
+            rc = k6(["-e", f"workload={w}", "-e", f"threads={a.threads}", "-e", f"testid={entry['testid']}",
+                     *common, "k6/oltp.js"], results)
+            entry["finished"] = now_ms()
+            if rc != 0:
+                raise ReportError(f"the {w} run (testid {entry['testid']}) failed: k6 exited {rc}")
+            if not (results / f"{entry['testid']}.json").is_file():
+                raise ReportError(f"the {w} run (testid {entry['testid']}) wrote no manifest "
+                                  f"{results / (entry['testid'] + '.json')}")
+            manifest["runs"].append(entry)
+            save()
+    except (ReportError, KeyboardInterrupt) as e:
+        manifest["status"] = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
+        manifest["finished"] = now_ms()
+        manifest["error"] = str(e) or "interrupted"
+        save()
+        print(f"error: sweep {sweep_id} {manifest['status']}: {manifest['error']} "
+              f"(manifest {path} lists the {len(manifest['runs'])} finished run(s))", file=sys.stderr)
+        return 130 if isinstance(e, KeyboardInterrupt) else getattr(e, "code", 1) or 1
+    manifest["status"] = "complete"
+    manifest["finished"] = now_ms()
+    save()
+    print(f"sweep {sweep_id} done: {', '.join(r['testid'] for r in manifest['runs'])} (manifest {path})", flush=True)
+    if a.no_report:
+        return 0
+    cmd = [sys.executable, str(ROOT / "scripts/report"), "--results", str(results)]
+    for flag, v in (("--out", a.out), ("--prometheus", a.prometheus), ("--grafana", a.grafana)):
+        if v:
+            cmd += [flag, v]
+    cmd += [a.baseline, sweep_id] if a.baseline else [sweep_id]
+    return subprocess.run(cmd).returncode
