@@ -25,3 +25,22 @@ writable_copy() {
   cp -r "$1" "$2.tmp" && chmod -R u+w "$2.tmp"
   rm -rf "$2"; mv "$2.tmp" "$2"
 }
+
+# ensure_venv REQUIREMENTS_FILE... : the project's Python venv (.stack/venv) with the pinned
+# requirements installed; prints nothing, puts the venv first on PATH.
+ensure_venv() {
+  local venv=$STATE/venv
+  if [ ! -x "$venv/bin/python" ]; then
+    if ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
+      log "installing Debian package python3-venv"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    fi
+    mkdir -p "$STATE"
+    python3 -m venv "$venv"
+  fi
+  local req
+  for req in "$@"; do
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req"
+  done
+  export PATH="$venv/bin:$PATH"
+}
