@@ -4,6 +4,7 @@ image renderer is reachable. Any failure turns into a reason the report prints."
 import base64
 import json
 import os
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -122,7 +123,8 @@ def snapshots(url, runs, outdir):
             png, why = g.render(pid, run.testid, start, end)
             if why:
                 return [], why
-            rel = f"snapshots/{run.testid}-panel-{pid}.png"
+            slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+            rel = f"snapshots/{run.testid}-{slug}.png"
             (outdir / rel).write_bytes(png)
             shots.append((title, rel))
         items.append((run, shots))

@@ -26,7 +26,7 @@ hr { border: 0; border-top: 1px solid #d0d7de; margin-top: 32px; }
 
 def to_html(md_text):
     title = md_text.splitlines()[0].lstrip("# ").strip() if md_text else "Report"
-    body = markdown.markdown(md_text, extensions=["tables", "fenced_code"], output_format="html")
+    body = markdown.markdown(md_text, extensions=["tables", "fenced_code", "toc"], output_format="html")
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<title>{html.escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
             f"{body}\n</main>\n</body>\n</html>\n")

@@ -241,6 +241,10 @@ class Report:
                  "native histogram over the whole window, as sysbench computes it; avg latency is the histogram's "
                  "sum / count.")
         L.append("")
+        if self.warnings:
+            L.append(f"> **Warning:** {len(self.warnings)} figure(s) disagree with k6's own summary; see "
+                     "[Cross-check against k6's summary](#cross-check-against-k6s-summary).")
+            L.append("")
         if self.pair:
             only = [(a[i], [r.workload for r in s.runs if r.workload not in self.workloads])
                     for i, s in enumerate(self.sets)]
