@@ -192,7 +192,7 @@ class Report:
         factors = [f.bucket_factor for figs in self.figs.values() for f in figs]
         factor = max(factors) if factors else DEFAULT_BUCKET_FACTOR
         rows = [
-            ["tidb-bench-stack", stack_version()],
+            ["tidb-bench-stack", self.stack_text()],
             ["Prometheus", self.prom_version or "unknown"],
             ["Workloads", "sysbench 1.0.20's OLTP Lua scripts, ported to k6 (k6/oltp.js)"],
             ["Latency histogram", f"native histogram k6_oltp_latency_seconds, bucket factor {factor:.4f}"],
@@ -335,6 +335,12 @@ class Report:
         if any(s.sweep for s in self.sets):
             rows.append(["Before each workload", *self.per_set(self.between_text)])
         return rows
+
+    def stack_text(self):
+        if os.environ.get("TBS_STACK_VERSION"):
+            return os.environ["TBS_STACK_VERSION"]
+        at_sweep = [f"{s.sweep['stack']} (sweep {s.id})" for s in self.sets if s.sweep and s.sweep.get("stack")]
+        return "; ".join(at_sweep + [stack_version()])
 
     @staticmethod
     def run_text(s):

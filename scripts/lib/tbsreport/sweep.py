@@ -109,6 +109,15 @@ def parse_args(argv):
     return a, workloads, extra, base
 
 
+def stack_commit():
+    try:
+        p = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                           text=True, timeout=10)
+        return f"commit {p.stdout.strip()}" if p.returncode == 0 else ""
+    except OSError:
+        return ""
+
+
 def k6_env_file():
     out = {}
     f = STATE / "k6.env"
@@ -191,6 +200,7 @@ def main(argv=None):
         "command": scrub_argv(["scripts/sweep", *argv]),
         "workloads": workloads, "threads": [int(t) for t in a.threads.split(",")],
         "options": {k: ("***" if k == "mysql_password" else v) for k, v in opts.items()},
+        "stack": stack_commit(),
         "analyze": a.analyze, "reset": a.reset, "prepare_threads": a.prepare_threads if a.reset else None,
         "runs": [],
     }
