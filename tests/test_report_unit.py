@@ -1,0 +1,100 @@
+"""Reports (issue #6), the parts that need no server: the option defaults the commands are
+rebuilt with (checked against k6/lib/config.js), the rebuilt commands, password scrubbing,
+version labels, run resolution."""
+import json
+import re
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts/lib"))
+from tbsreport import ReportError  # noqa: E402
+from tbsreport import commands  # noqa: E402
+from tbsreport.fmt import short_version, workload_name  # noqa: E402
+from tbsreport.manifest import resolve  # noqa: E402
+
+
+def config_js_defaults():
+    """name -> default, parsed from k6/lib/config.js's SPEC."""
+    text = (ROOT / "k6/lib/config.js").read_text()
+    spec = text[text.index("const SPEC = {"):text.index("};", text.index("const SPEC = {"))]
+    out = {}
+    for m in re.finditer(r"^\s+(\w+): \['[\w<+]+', (.+?), '", spec, re.M):
+        raw = m.group(2)
+        out[m.group(1)] = json.loads(raw.replace("'", '"'))
+    return out
+
+
+def test_defaults_mirror_config_js():
+    js = config_js_defaults()
+    assert len(js) > 40
+    js["mysql_ignore_errors"] = [int(x) for x in js["mysql_ignore_errors"].split(",")]  # parsed to a list
+    assert js == commands.DEFAULTS
+
+
+def test_rebuilt_commands_show_non_defaults_and_never_the_password():
+    opts = dict(commands.DEFAULTS)
+    opts.update(workload="oltp_read_write", mysql_db="sbtest_x", mysql_password="hunter2", tables=16,
+                table_size=100000, threads=[150, 300], time=300, warmup_time=60, rand_type="uniform",
+                mysql_ignore_errors=[1062, 2013, 8028, 9007], auto_inc=False, preset="tidb", testid="abc",
+                results_dir="/somewhere", command="prepare")
+    run = commands.k6_command(commands.run_options(opts), "k6/oltp.js")
+    assert run.splitlines() == [
+        "scripts/k6 run \\", "    -e workload=oltp_read_write \\", "    -e mysql_host=127.0.0.1 \\",
+        "    -e mysql_port=4000 \\", "    -e mysql_user=sbtest \\", "    -e mysql_db=sbtest_x \\",
+        "    -e preset=tidb \\", "    -e tables=16 \\", "    -e table_size=100000 \\", "    -e threads=150,300 \\",
+        "    -e time=300 \\", "    -e warmup_time=60 \\", "    -e mysql_ignore_errors=1062,2013,8028,9007 \\",
+        "    -e auto_inc=false \\", "    -e rand_type=uniform \\", "    k6/oltp.js"]
+    prep = commands.k6_command(commands.prepare_options(opts, 8), "k6/prepare.js")
+    assert "-e auto_inc=false" in prep and "-e threads=8" in prep and "workload" not in prep
+    assert "hunter2" not in run + prep and "testid" not in run and "results_dir" not in run
+    # odd values are shell-quoted
+    assert "-e 'create_table_options=ENGINE=InnoDB ROW_FORMAT=COMPRESSED'" in commands.k6_command(
+        [("create_table_options", "ENGINE=InnoDB ROW_FORMAT=COMPRESSED")], "k6/prepare.js")
+
+
+def test_scrub_argv():
+    argv = ["scripts/sweep", "-e", "mysql_password=hunter2", "--mysql-password", "x", "--mysql-password=y", "-e",
+            "tables=2"]
+    assert commands.scrub_argv(argv) == ["scripts/sweep", "-e", "mysql_password=***", "--mysql-password", "***",
+                                         "--mysql-password=***", "-e", "tables=2"]
+
+
+@pytest.mark.parametrize("product,version,short", [
+    ("tidb", "v1.1.0-beta.0.20251126154744-e4e814fdc0af+module-build", "v1.1.0-beta.0-e4e814fdc0af"),
+    ("tidb", "v8.1.0", "v8.1.0"),
+    ("tidb", "v0.0.0-20251126154744-e4e814fdc0af", "v0.0.0-e4e814fdc0af"),
+    ("mariadb", "10.11.19-MariaDB-0+deb12u1", "10.11.19"),
+    ("mysql", "8.0.36", "8.0.36"),
+    ("tidb", "", "unknown version"),
+])
+def test_short_version(product, version, short):
+    assert short_version(product, version) == short
+
+
+def test_workload_names_follow_the_seeds():
+    assert [workload_name(w) for w in ("oltp_point_select", "oltp_update_non_index", "oltp_update_index",
+                                       "oltp_read_write")] == \
+        ["Point Select", "Update Non-index", "Update Index", "Read Write"]
+
+
+def test_resolve_testid_and_sweep(tmp_path):
+    golden = ROOT / "tests/golden/report/results"
+    rs = resolve(golden, "dev-tidb-oltp_point_select")
+    assert rs.kind == "run" and [r.workload for r in rs.runs] == ["oltp_point_select"]
+    for name in ("sweep-dev-tidb", "dev-tidb"):  # with or without the sweep- prefix
+        rs = resolve(golden, name)
+        assert rs.kind == "sweep" and rs.id == "sweep-dev-tidb"
+        assert [r.testid for r in rs.runs] == ["dev-tidb-oltp_point_select", "dev-tidb-oltp_read_write"]
+    # a sweep listing a testid whose manifest is gone names it
+    (tmp_path / "sweep-x.json").write_text(json.dumps({"sweep": "sweep-x", "runs": [
+        {"workload": "oltp_point_select", "testid": "gone-1"}]}))
+    with pytest.raises(ReportError, match=r"unknown testid 'gone-1' \(listed by sweep 'sweep-x'\)"):
+        resolve(tmp_path, "sweep-x")
+    # a manifest without measured windows cannot be matched with Prometheus
+    (tmp_path / "t1.json").write_text(json.dumps({"testid": "t1", "workload": "oltp_point_select",
+                                                  "steps": [{"threads": 2, "qps": 1}]}))
+    with pytest.raises(ReportError, match="no measured window"):
+        resolve(tmp_path, "t1")
