@@ -2,19 +2,11 @@
 back and restarts it; any other error stops the run with the error's code; a connection lost
 inside a transaction restarts the whole event on a new connection (counted as a reconnect),
 and the rest of the event never runs in autocommit."""
+import socket
 import threading
 import time
 
-import pymysql
-
-from conftest import STATE, TARGETS, fresh_db, k6, prom_wait, run_testid, sql, summary
-
-
-def admin(target):
-    if target == "tidb":
-        pw = (STATE / "secrets" / "tidb-root").read_text().strip()
-        return pymysql.connect(host="127.0.0.1", port=4000, user="root", password=pw, autocommit=True)
-    return pymysql.connect(unix_socket=str(STATE / "run" / "mariadb.sock"), user="root", autocommit=True)
+from conftest import TARGETS, fresh_db, k6, prom_wait, run_testid, sql, summary
 
 
 def prepared(target, tables=2, rows=2000):
@@ -61,34 +53,87 @@ def test_error_not_ignored_stops_the_run(stack):
     sql("mariadb", f"DROP DATABASE {db}")
 
 
-def kill_clients(target, db, times, every):
-    """Kills every connection of the benchmark's database a few times during the run."""
+class CuttingProxy:
+    """A TCP proxy on 127.0.0.1 in front of a target; cut() drops every connection through
+    it at once, as a network failure would (the server sees clients vanish; no KILL, which
+    makes this TiDB build panic when it lands inside a writing transaction)."""
+
+    def __init__(self, port):
+        self.target = port
+        self.pairs = []
+        self.lock = threading.Lock()
+        self.srv = socket.create_server(("127.0.0.1", 0))
+        self.port = self.srv.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.srv.accept()
+            except OSError:
+                return
+            u = socket.create_connection(("127.0.0.1", self.target))
+            with self.lock:
+                self.pairs.append((c, u))
+            for a, b in ((c, u), (u, c)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(a, b):
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self):
+        with self.lock:
+            pairs, self.pairs = self.pairs, []
+        for c, u in pairs:
+            for s in (c, u):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                    s.close()
+                except OSError:
+                    pass
+        return len(pairs)
+
+    def close(self):
+        self.srv.close()
+        self.cut()
+
+
+def cut_repeatedly(proxy, times, every):
+    cuts = []
+
     def run():
-        with admin(target) as c, c.cursor() as cur:
-            for _ in range(times):
-                time.sleep(every)
-                cur.execute("SELECT id FROM information_schema.processlist WHERE user = 'sbtest' AND db = %s", (db,))
-                for (cid,) in cur.fetchall():
-                    try:
-                        cur.execute(f"KILL {int(cid)}")
-                    except pymysql.MySQLError:
-                        pass  # it ended by itself
+        for _ in range(times):
+            time.sleep(every)
+            cuts.append(proxy.cut())
     t = threading.Thread(target=run)
     t.start()
-    return t
+    return t, cuts
 
 
 def lost_connections(target):
     db = prepared(target)
-    killer = kill_clients(target, db, times=4, every=2.5)
-    p = k6("run", "-e", f"mysql_db={db}", "-e", f"mysql_port={TARGETS[target]}", "-e", "tables=2",
+    proxy = CuttingProxy(TARGETS[target])
+    cutter, cuts = cut_repeatedly(proxy, times=4, every=2.5)
+    p = k6("run", "-e", f"mysql_db={db}", "-e", f"mysql_port={proxy.port}", "-e", "tables=2",
            "-e", "table_size=2000", "-e", "threads=4", "-e", "time=12", "-e", "workload=oltp_read_write",
            "-e", "mysql_ignore_errors=1213,1020,1205,2013,1317,1053,8022,8028,9007", "oltp.js")
-    killer.join()
+    cutter.join()
+    proxy.close()
+    assert sum(cuts) > 0, cuts
     (step,) = summary(run_testid(p.stdout + p.stderr))["steps"]
     assert step["reconnects"] > 0, step
     assert step["transactions"] > 0
-    # killed transactions were rolled back by the server and restarted whole: no half event
+    # cut transactions were rolled back by the server and restarted whole: no half event
     # (a DELETE without its INSERT) was committed on a new connection
     for t in (1, 2):
         assert sql(target, f"SELECT COUNT(*) FROM sbtest{t}", db)[0][0] == 2000
