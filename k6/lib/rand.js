@@ -98,15 +98,42 @@ export function makeRand(opts, random) {
   if (!def) throw new Error(`rand_type '${opts.rand_type}' is not valid (valid: ${RAND_TYPES.join(', ')})`);
 
   // sysbench.rand.string: '#' -> a digit, '@' -> a lowercase letter, anything else kept.
-  const DIGITS = '0123456789';
+  // A template is compiled once into runs; a run of digits takes one random number per 15
+  // digits (each digit still uniform and independent), not one per character.
   const LETTERS = 'abcdefghijklmnopqrstuvwxyz';
-  const string = (template) => {
-    let out = '';
-    for (let i = 0; i < template.length; i++) {
+  const POW10 = [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+  const compiled = new Map();
+  const compile = (template) => {
+    const runs = [];
+    for (let i = 0; i < template.length;) {
       const ch = template[i];
-      if (ch === '#') out += DIGITS[Math.floor(random() * 10)];
-      else if (ch === '@') out += LETTERS[Math.floor(random() * 26)];
-      else out += ch;
+      let j = i;
+      while (j < template.length && template[j] === ch) j++;
+      if (ch === '#') runs.push([0, j - i]);
+      else if (ch === '@') runs.push([1, j - i]);
+      else if (runs.length && runs[runs.length - 1][0] === 2) runs[runs.length - 1][1] += template.slice(i, j);
+      else runs.push([2, template.slice(i, j)]);
+      i = j;
+    }
+    compiled.set(template, runs);
+    return runs;
+  };
+  const string = (template) => {
+    const runs = compiled.get(template) || compile(template);
+    let out = '';
+    for (let r = 0; r < runs.length; r++) {
+      const kind = runs[r][0];
+      const v = runs[r][1];
+      if (kind === 0) {
+        for (let n = v; n > 0; n -= 15) {
+          const m = n < 15 ? n : 15;
+          out += String(Math.floor(random() * POW10[m])).padStart(m, '0');
+        }
+      } else if (kind === 1) {
+        for (let n = 0; n < v; n++) out += LETTERS[Math.floor(random() * 26)];
+      } else {
+        out += v;
+      }
     }
     return out;
   };
