@@ -66,11 +66,14 @@ function activate(data) {
     R.metrics.marker.add(measureStart + o.time * 1000, { ...t, event: 'measure_end', warmup: 'false' });
   }
   if (o.workload === 'bulk_insert') w.flushAfter = measureStart + o.time * 1000 - 500;
-  // The next step's planned start (the executors start right after setup, so the real start
-  // is not earlier); until then nothing about the step can change but the warm-up flag.
+  nextCheck = warming ? measureStart : nextStepStart(threads, data);
+}
+
+// The next step's planned start (the executors start right after setup, so its real start is
+// not earlier); until then nothing about this VU's step can change but the warm-up flag.
+function nextStepStart(threads, data) {
   const i = o.threads.indexOf(threads);
-  nextCheck = i + 1 < windows.length ? data.run_start + windows[i + 1].start - 50 : Infinity;
-  if (warming) nextCheck = Math.min(nextCheck, measureStart);
+  return i + 1 < windows.length ? data.run_start + windows[i + 1].start - 50 : Infinity;
 }
 
 export function setup() {
@@ -112,9 +115,7 @@ export default function (data) {
     } else if (warming && Date.now() >= measureStart) {
       warming = false;
       exec.vu.metrics.tags.warmup = 'false';
-      nextCheck = Math.max(nextCheck, measureStart + 1);
-      const i = o.threads.indexOf(Number(scenario.slice(1)));
-      nextCheck = i + 1 < windows.length ? data.run_start + windows[i + 1].start - 50 : Infinity;
+      nextCheck = nextStepStart(Number(scenario.slice(1)), data);
     }
   }
   R.runEvent(conn, event, w, o);

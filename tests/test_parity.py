@@ -111,11 +111,15 @@ def parity(target, workload, opts, invariant):
     check_invariant(invariant, s0, s1, sb)
     check_invariant(invariant, s1, s2, ours)
     a, b = per_tx(ours), per_tx(sb)
-    # reads per event are fixed by the options: equal exactly
-    assert a["read"] == pytest.approx(b["read"], abs=1e-9), (a, b)
     if ours["errors"] == 0 and sb["errors"] == 0:
-        # every statement of an event is counted once, as a write or as other
+        # reads per event are fixed by the options: equal exactly; and every statement of an
+        # event is counted once, as a write or as other
+        assert a["read"] == pytest.approx(b["read"], abs=1e-9), (a, b)
         assert a["write"] + a["other"] == pytest.approx(b["write"] + b["other"], abs=1e-9), (a, b)
+    else:
+        # an ignored error (a deadlock, say) restarts its event: the queries it had run count,
+        # as sysbench counts them, but no transaction does
+        assert a["read"] == pytest.approx(b["read"], rel=0.01), (a, b)
     if invariant == "deletes":
         # oltp_delete's write/other split is the share of ids still present, which the first
         # tool's deletes lower for the second; the invariant above ties writes to rows exactly
