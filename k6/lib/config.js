@@ -16,7 +16,7 @@ const SPEC = {
   mysql_user: ['string', 'sbtest', 'MySQL user'],
   mysql_password: ['string', '', 'MySQL password'],
   mysql_db: ['string', 'sbtest', 'MySQL database name'],
-  mysql_ignore_errors: ['errors', '1213,1020,1205', 'error codes to ignore (restart the event), or "all"'],
+  mysql_ignore_errors: ['errors', [1213, 1020, 1205], 'error codes to ignore (restart the event), or "all"'],
   mysql_storage_engine: ['string', 'innodb', 'storage engine, if MySQL is used'],
   create_table_options: ['string', '', 'extra CREATE TABLE options (sysbench 1.1)'],
   // -- what and how long
@@ -165,7 +165,6 @@ export function parseOptions(env) {
     const raw = env[name] !== undefined ? env[name] : preset[name];
     o[name] = raw !== undefined ? parseOne(name, type, raw) : def;
   }
-  if (o.mysql_ignore_errors === '1213,1020,1205') o.mysql_ignore_errors = [1213, 1020, 1205];
   if (o.mysql_port > 65535) throw bad('mysql_port', o.mysql_port, 'must be a TCP port from 1 to 65535');
   return o;
 }
