@@ -37,6 +37,7 @@ let w = null;
 let measureStart = 0;
 let warming = false;
 let nextCheck = 0; // epoch ms of the next moment this VU must look at its step (slow path)
+let stepEnd = 0; // epoch ms: the end of this VU's step (its scenario's duration)
 
 function hashString(s) {
   let h = 2166136261;
@@ -57,6 +58,7 @@ function activate(data) {
   tags.version = data.version;
   const start = exec.scenario.startTime;
   measureStart = start + o.warmup_time * 1000;
+  stepEnd = measureStart + o.time * 1000;
   warming = o.warmup_time > 0;
   tags.warmup = String(warming);
   if (exec.scenario.iterationInTest === 0) {
@@ -118,7 +120,9 @@ export default function (data) {
       nextCheck = nextStepStart(Number(scenario.slice(1)), data);
     }
   }
-  R.runEvent(conn, event, w, o);
+  // Events back to back up to the next boundary (the end of the warm-up, the end of the
+  // step): one k6 iteration per batch, not per event.
+  R.runEvents(conn, event, w, o, Math.min(nextCheck, stepEnd));
 }
 
 // One extra VU prints sysbench-style lines every report_interval seconds (lib/progress.js).

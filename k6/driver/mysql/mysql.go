@@ -26,8 +26,10 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"net"
 	"strings"
 	"sync"
+	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/grafana/sobek"
@@ -78,6 +80,21 @@ func (d *Driver) OpenConnector(dsn string) (driver.Connector, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Our dialer hands the socket to the Conn being opened (see Conn.ExecContext).
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var nd net.Dialer
+		nc, err := nd.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetKeepAlive(true)
+		}
+		if h, ok := ctx.Value(socketKey{}).(*net.Conn); ok {
+			*h = nc
+		}
+		return nc, nil
+	}
 	inner, err := gomysql.NewConnector(cfg)
 	if err != nil {
 		return nil, err
@@ -85,17 +102,20 @@ func (d *Driver) OpenConnector(dsn string) (driver.Connector, error) {
 	return &connector{inner: inner, drv: d}, nil
 }
 
+type socketKey struct{}
+
 type connector struct {
 	inner driver.Connector
 	drv   *Driver
 }
 
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.inner.Connect(ctx)
+	var sock net.Conn
+	conn, err := c.inner.Connect(context.WithValue(ctx, socketKey{}, &sock))
 	if err != nil {
 		return nil, err
 	}
-	return &Conn{inner: conn, stmts: map[string]driver.Stmt{}}, nil
+	return &Conn{inner: conn, sock: sock, stmts: map[string]driver.Stmt{}}, nil
 }
 
 func (c *connector) Driver() driver.Driver { return c.drv }
@@ -103,22 +123,36 @@ func (c *connector) Driver() driver.Driver { return c.drv }
 // Conn is one server connection with its cache of prepared statements.
 type Conn struct {
 	inner driver.Conn
-	mu    sync.Mutex
-	stmts map[string]driver.Stmt
-	order []string
-	inTx  bool // an explicit transaction was opened with a text BEGIN
-	lost  bool // the connection failed inside a transaction: never reuse it
+	sock  net.Conn // the socket under inner (nil when dialed by someone else)
+	// canceled: a statement was interrupted by its context; the connection is unusable.
+	canceled bool
+	mu       sync.Mutex
+	stmts    map[string]driver.Stmt
+	order    []string
+	inTx     bool // an explicit transaction was opened with a text BEGIN
+	lost     bool // the connection failed inside a transaction: never reuse it
+	// lastUse is when the last statement on this connection ended. database/sql resets a
+	// connection each time it leaves the pool, and go-sql-driver's reset probes the socket
+	// with a read() syscall to find stale idle connections; a VU's connection goes back to
+	// the pool after every statement, so that probe would cost one syscall per query
+	// (sysbench has none). It runs only when the connection sat idle for staleAfter.
+	lastUse time.Time
 }
+
+// staleAfter: an idle connection older than this is probed before use.
+const staleAfter = time.Second
 
 // errLostInTx is what a connection failure inside a transaction becomes (CR_SERVER_LOST).
 var errLostInTx = &gomysql.MySQLError{Number: 2013, SQLState: [5]byte{'H', 'Y', '0', '0', '0'},
 	Message: "Lost connection to server during transaction (not retried on a new connection)"}
 
-// track follows BEGIN / COMMIT / ROLLBACK sent as text, and converts a bad-connection error
-// inside a transaction so that database/sql does not retry it elsewhere.
+// track follows BEGIN / COMMIT / ROLLBACK sent as text, and turns a lost connection (bad or
+// invalid connection) inside a transaction into 2013, so that database/sql does not retry
+// the statement elsewhere and the script restarts the event.
 func (c *Conn) track(query string, err error) error {
+	c.lastUse = time.Now()
 	if err != nil {
-		if errors.Is(err, driver.ErrBadConn) && c.inTx {
+		if c.inTx && (errors.Is(err, driver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn)) {
 			c.inTx, c.lost = false, true
 			return errLostInTx
 		}
@@ -189,20 +223,45 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 }
 
 // ExecContext implements driver.ExecerContext.
+//
+// go-sql-driver follows a statement's context with a watcher goroutine, woken twice per
+// statement; at tens of thousands of statements per second those wake-ups cost more CPU
+// than the statement's own work. Here the statement runs without a cancelable context and
+// a cancel of ctx (k6 stopping the VU) interrupts it by putting the socket's deadline in the
+// past: the statement fails, the connection is discarded and the error is ctx's.
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if c.lost {
+	if c.lost || c.canceled {
 		return nil, errLostInTx
 	}
+	run := ctx
+	var stop func() bool
+	if c.sock != nil && ctx.Done() != nil {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		sock := c.sock
+		stop = context.AfterFunc(ctx, func() { _ = sock.SetDeadline(time.Unix(1, 0)) })
+		run = context.Background()
+	}
+	res, err := c.exec(run, query, args)
+	if stop != nil && !stop() {
+		// ctx was canceled while the statement ran: whatever its outcome, the socket has
+		// (or is about to have) a past deadline
+		c.canceled = true
+		return nil, ctx.Err()
+	}
+	return res, c.track(query, err)
+}
+
+func (c *Conn) exec(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if len(args) == 0 {
-		res, err := c.inner.(driver.ExecerContext).ExecContext(ctx, query, nil)
-		return res, c.track(query, err)
+		return c.inner.(driver.ExecerContext).ExecContext(ctx, query, nil)
 	}
 	s, err := c.stmt(ctx, query)
 	if err != nil {
-		return nil, c.track(query, err)
+		return nil, err
 	}
-	res, err := s.(driver.StmtExecContext).ExecContext(ctx, args)
-	return res, c.track(query, err)
+	return s.(driver.StmtExecContext).ExecContext(ctx, args)
 }
 
 // PrepareContext implements driver.ConnPrepareContext (explicit prepares are not cached).
@@ -243,11 +302,18 @@ func (c *Conn) Ping(ctx context.Context) error { return c.inner.(driver.Pinger).
 // A stale idle connection found here inside a transaction is kept (not swapped for a new
 // one by database/sql) and marked lost, so the next statement fails with 2013.
 func (c *Conn) ResetSession(ctx context.Context) error {
-	if c.lost {
+	if c.lost || c.canceled {
 		return driver.ErrBadConn
 	}
 	r, ok := c.inner.(driver.SessionResetter)
 	if !ok {
+		return nil
+	}
+	if time.Since(c.lastUse) < staleAfter {
+		// busy connection: the cheap checks of go-sql-driver's reset, without the probe
+		if v, ok := c.inner.(driver.Validator); ok && !v.IsValid() {
+			return driver.ErrBadConn
+		}
 		return nil
 	}
 	err := r.ResetSession(ctx)
@@ -260,7 +326,7 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 
 // IsValid implements driver.Validator.
 func (c *Conn) IsValid() bool {
-	if c.lost {
+	if c.lost || c.canceled {
 		return false
 	}
 	if v, ok := c.inner.(driver.Validator); ok {

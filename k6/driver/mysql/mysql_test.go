@@ -5,6 +5,7 @@ package mysql
 // .stack/secrets/sbtest. TBS_TIDB_ADDR, TBS_MARIADB_ADDR and TBS_SBTEST_PASSWORD override.
 
 import (
+	"context"
 	"database/sql"
 	_ "embed"
 	"errors"
@@ -255,4 +256,65 @@ func waitGone(t *testing.T, admin *sql.DB, id int64) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("connection %d did not end within 10s", id)
+}
+
+// TestCancelInterruptsStatement: statements run without go-sql-driver's per-statement
+// watcher goroutine, so a cancel of the context (k6 stopping a VU) must still interrupt a
+// running statement at once, fail it with the context's error, and leave the pool a good
+// connection for the next statement.
+func TestCancelInterruptsStatement(t *testing.T) {
+	for _, tg := range targets() {
+		t.Run(tg.name, func(t *testing.T) {
+			db := open(t, DriverName, tg.addr)
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(200*time.Millisecond, cancel)
+			start := time.Now()
+			_, err := db.ExecContext(ctx, "SELECT SLEEP(?)", 5)
+			took := time.Since(start)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("want context.Canceled from the interrupted SELECT SLEEP(5), got %v", err)
+			}
+			if took > 2*time.Second {
+				t.Fatalf("the cancel took %v to interrupt SELECT SLEEP(5)", took)
+			}
+			var v int
+			if err := db.QueryRow("SELECT ? + 1", 41).Scan(&v); err != nil || v != 42 {
+				t.Fatalf("next statement after the cancel: %v, %d", err, v)
+			}
+			// a context canceled before the call fails it without touching the server
+			if _, err := db.ExecContext(ctx, "SELECT ?", 1); !errors.Is(err, context.Canceled) {
+				t.Fatalf("want context.Canceled for an already canceled context, got %v", err)
+			}
+		})
+	}
+}
+
+// TestNoLivenessProbePerStatement: a busy connection is not probed with a read() before
+// every statement (go-sql-driver's check for stale idle connections), but an idle one is:
+// a connection whose server side went away while idle is replaced without an error.
+func TestNoLivenessProbePerStatement(t *testing.T) {
+	tg := targets()[1]
+	proxy := newCutProxy(t, tg.addr)
+	db := open(t, DriverName, proxy.addr())
+	for i := 0; i < 3; i++ {
+		if _, err := db.Exec("SELECT ?", i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proxy.cut()
+	time.Sleep(staleAfter + 100*time.Millisecond) // idle long enough to be probed
+	if _, err := db.Exec("SELECT ?", 1); err != nil {
+		t.Fatalf("an idle connection that died should be replaced silently, got %v", err)
+	}
+	// busy: cut it right after a statement; the next one finds out by failing (as sysbench
+	// would), not by a probe
+	proxy.cut()
+	time.Sleep(50 * time.Millisecond)
+	_, err := db.Exec("SELECT ?", 2)
+	if err == nil {
+		t.Fatal("a statement on a connection cut right after its last use should fail (no probe), got no error")
+	}
+	if _, err := db.Exec("SELECT ?", 3); err != nil {
+		t.Fatalf("the statement after the failure should run on a new connection, got %v", err)
+	}
 }
