@@ -62,13 +62,19 @@ export class Conn {
 
   read2(q, a, b) { this.ex(q, a, b); this.r++; }
 
-  write1(q, a) { if (this.ex(q, a).rowsAffected() > 0) this.w++; else this.o++; }
+  write1(q, a) { this.counted(this.ex(q, a)); }
+
+  write2(q, a, b) { this.counted(this.ex(q, a, b)); }
+
+  write4(q, a, b, c, d) { this.counted(this.ex(q, a, b, c, d)); }
+
+  counted(res) { if (res.rowsAffected() > 0) this.w++; else this.o++; }
 
   write(q, ...args) {
     if (this.ex(q, ...args).rowsAffected() > 0) this.w++; else this.o++;
   }
 
-  text(q) { this.write(q); }
+  text(q) { this.counted(this.ex(q)); }
 
   begin() { this.ex('BEGIN'); this.o++; this.inTx = true; }
 

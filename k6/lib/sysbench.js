@@ -63,7 +63,7 @@ function indexUpdates(conn, w) {
 
 function nonIndexUpdates(conn, w) {
   const s = w.st[tableNum(w)].non_index_updates;
-  for (let i = 0; i < w.o.non_index_updates; i++) conn.write(s, w.rand.string(C_TEMPLATE), getId(w));
+  for (let i = 0; i < w.o.non_index_updates; i++) conn.write2(s, w.rand.string(C_TEMPLATE), getId(w));
 }
 
 function deleteInserts(conn, w) {
@@ -74,7 +74,7 @@ function deleteInserts(conn, w) {
     const c = w.rand.string(C_TEMPLATE);
     const pad = w.rand.string(PAD_TEMPLATE);
     conn.write1(st.deletes, id);
-    conn.write(st.inserts, id, k, c, pad);
+    conn.write4(st.inserts, id, k, c, pad);
   }
 }
 
