@@ -429,7 +429,7 @@ def benchmark_run():
               "short", targets((f"sum(k6_vus{{{k6}}})", "VUs"), (f"sum(k6_vus_max{{{k6}}})", "VUs max")),
               w=12),
         panel("timeseries", "k6 iterations",
-              "k6 iterations (one sysbench event each) per second, as k6 itself counts them.",
+              "k6 iterations per second, as k6 itself counts them: each VU runs its events back to back in iterations of up to one second (events per second are the TPS panel).",
               "ops", targets((f"sum(rate(k6_iterations_total{{{k6}}}[{RI}]))", "iterations/s")),
               w=12),
     ]

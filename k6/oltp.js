@@ -120,9 +120,9 @@ export default function (data) {
       nextCheck = nextStepStart(Number(scenario.slice(1)), data);
     }
   }
-  // Events back to back up to the next boundary (the end of the warm-up, the end of the
-  // step): one k6 iteration per batch, not per event.
-  R.runEvents(conn, event, w, o, Math.min(nextCheck, stepEnd));
+  // Events back to back for up to a second, never across a boundary (the end of the
+  // warm-up, the end of the step): one k6 iteration per batch, not per event.
+  R.runEvents(conn, event, w, o, Math.min(nextCheck, stepEnd, Date.now() + R.BATCH_MS));
 }
 
 // One extra VU prints sysbench-style lines every report_interval seconds (lib/progress.js).

@@ -140,6 +140,9 @@ export function runEvent(conn, event, w, o, start) {
 
 // How often a VU running events back to back adds its counts to the metrics (ms).
 export const FLUSH_MS = 200;
+// The longest batch of events in one k6 iteration (ms): k6's per-iteration work is spread
+// over thousands of events, and k6's own iteration metrics still tick every second.
+export const BATCH_MS = 1000;
 
 // runEvents runs events back to back until `until` (epoch ms; at least one event), the
 // way a sysbench thread loops, without k6's per-iteration cost on every event. The query
