@@ -61,7 +61,8 @@ const SPEC = {
   results_dir: ['string', 'results', 'where the run summary JSON is written'],
   command: ['command', 'prepare', 'prepare.js: prepare, cleanup or prewarm'],
   recreate: ['bool', false, 'prepare.js: drop and recreate tables that exist'],
-  prepare_batch: ['int+', 1000, 'prepare.js: rows per multi-row INSERT'],
+  prepare_batch: ['int+', 1000, 'prepare.js: rows per multi-row INSERT (prepare_mode=client)'],
+  prepare_mode: ['prepare_mode', 'auto', 'prepare.js: server (rows made by INSERT ... SELECT on the server), client (multi-row INSERTs sent by k6, as sysbench), or auto (server unless rand_seed or rand_type=zipfian)'],
 };
 
 // The seeds' (PingCAP's published reports) choices for TiDB.
@@ -116,6 +117,9 @@ function parseOne(name, type, raw) {
     case 'command':
       if (!['prepare', 'cleanup', 'prewarm'].includes(s)) throw bad(name, raw, 'valid: prepare, cleanup, prewarm');
       return s;
+    case 'prepare_mode':
+      if (!['auto', 'server', 'client'].includes(s)) throw bad(name, raw, 'valid: auto, server, client');
+      return s;
     case 'id':
       if (s !== '' && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(s)) throw bad(name, raw, 'letters, digits, . _ - (at most 64)');
       return s;
@@ -166,6 +170,9 @@ export function parseOptions(env) {
     o[name] = raw !== undefined ? parseOne(name, type, raw) : def;
   }
   if (o.mysql_port > 65535) throw bad('mysql_port', o.mysql_port, 'must be a TCP port from 1 to 65535');
+  if (o.prepare_mode === 'server' && (o.rand_seed || o.rand_type === 'zipfian')) {
+    throw bad('prepare_mode', 'server', `the server's RAND() cannot give ${o.rand_seed ? 'seeded (rand_seed) values' : 'the zipfian distribution'}: use prepare_mode=client or auto`);
+  }
   return o;
 }
 

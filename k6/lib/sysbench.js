@@ -199,6 +199,77 @@ export function insertRowsSql(o, rand, t, first, last) {
   return `INSERT INTO sbtest${t}${cols} VALUES${rows.join(',')}`;
 }
 
+// prepare_mode=server: rows first..last of sbtest<t> made by the server in one
+// INSERT ... SELECT over a 10,000-row sequence (four cross-joined digit tables: no recursion
+// limits, the same SQL on MySQL, MariaDB and TiDB), with RAND() expressions that draw the
+// same distributions as the client: k by rand_type (not zipfian), c and pad by their
+// templates. Nothing but the statement crosses the network and no row is built in JS.
+export const SERVER_CHUNK = 10000;
+const DIGITS = '(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 ' +
+  'UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)';
+
+export function insertRowsServerSql(o, t, first, last) {
+  const n = last - first + 1;
+  if (n < 1 || n > SERVER_CHUNK) throw new Error(`internal: server chunk of ${n} rows`);
+  const k = sqlRand(o, 1, o.table_size);
+  const c = sqlString(C_TEMPLATE);
+  const pad = sqlString(PAD_TEMPLATE);
+  const seq = `SELECT a.d * 1000 + b.d * 100 + c.d * 10 + e.d + 1 AS n FROM ${DIGITS} a, ${DIGITS} b, ${DIGITS} c, ${DIGITS} e`;
+  // ids are given even with auto_inc: an INSERT ... SELECT is a "bulk insert" to InnoDB,
+  // whose AUTO_INCREMENT may leave gaps between concurrent chunks; sysbench's tables have
+  // ids 1..table_size, which its workloads draw from.
+  return `INSERT INTO sbtest${t}(id, k, c, pad) SELECT ${first - 1} + s.n, ${k}, ${c}, ${pad} FROM (${seq}) s WHERE s.n <= ${n}`;
+}
+
+// A SQL expression drawing from o.rand_type over [a, b], as lib/rand.js does with RAND() in
+// place of random(). Special's one uniform number both picks the branch and places the value
+// in the hot spot; given the branch, that value is uniform on [q, 1), so two independent
+// RAND()s give the same distribution (servers may evaluate a RAND() column twice).
+export function sqlRand(o, a, b) {
+  const sum = (n) => `(${Array(n).fill('RAND()').join(' + ')})`;
+  const num = (x) => String(x);
+  switch (o.rand_type) {
+    case 'uniform': return `(${a} + FLOOR(RAND() * ${b - a + 1}))`;
+    case 'gaussian': return `(${a} + FLOOR(${sum(o.rand_spec_iter)} * ${b - a + 1} / ${o.rand_spec_iter}))`;
+    case 'special': {
+      const t = b - a;
+      const q = (100 - o.rand_spec_res) / 100;
+      const d = t * (o.rand_spec_pct / 100);
+      const shift = t / 2 - t * (o.rand_spec_pct / 200);
+      return `(${a} + IF(RAND() < ${num(q)}, FLOOR(${sum(o.rand_spec_iter)} * ${t} / ${o.rand_spec_iter}), ` +
+        `FLOOR((${num(q)} + RAND() * ${num(1 - q)}) * ${num(d + 1)} + ${num(shift)})))`;
+    }
+    case 'pareto': {
+      const power = Math.log(o.rand_pareto_h) / Math.log(1.0 - o.rand_pareto_h);
+      return `(${a} + FLOOR(${b - a + 1} * POW(RAND(), ${num(power)})))`;
+    }
+    default: throw new Error(`internal: no server-side ${o.rand_type}`);
+  }
+}
+
+// A SQL expression for sysbench.rand.string(template): '#' a digit (six at most per RAND(),
+// within the 30 random bits of MariaDB's RAND()), '@' a lowercase letter, anything else kept.
+export function sqlString(template) {
+  const parts = [];
+  for (let i = 0; i < template.length;) {
+    const ch = template[i];
+    let j = i;
+    while (j < template.length && template[j] === ch) j++;
+    if (ch === '#') {
+      for (let left = j - i; left > 0; left -= 6) {
+        const m = Math.min(6, left);
+        parts.push(`LPAD(FLOOR(RAND() * ${10 ** m}), ${m}, '0')`);
+      }
+    } else if (ch === '@') {
+      for (let x = i; x < j; x++) parts.push("SUBSTRING('abcdefghijklmnopqrstuvwxyz', 1 + FLOOR(RAND() * 26), 1)");
+    } else {
+      parts.push(`'${template.slice(i, j).replace(/\\/g, '\\\\').replace(/'/g, "''")}'`);
+    }
+    i = j;
+  }
+  return `CONCAT(${parts.join(', ')})`;
+}
+
 export function bulkCreateSql(t) {
   return `CREATE TABLE IF NOT EXISTS sbtest${t} (
           id INTEGER NOT NULL,

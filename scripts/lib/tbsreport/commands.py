@@ -16,7 +16,7 @@ DEFAULTS = {
     "rand_type": "special", "rand_seed": 0, "rand_spec_iter": 12, "rand_spec_pct": 1, "rand_spec_res": 75,
     "rand_pareto_h": 0.2, "rand_zipfian_exp": 0.8,
     "preset": "", "testid": "", "version": "", "results_dir": "results", "command": "prepare",
-    "recreate": False, "prepare_batch": 1000,
+    "recreate": False, "prepare_batch": 1000, "prepare_mode": "auto",
 }
 
 TARGET = ["mysql_host", "mysql_port", "mysql_user", "mysql_db"]
@@ -26,7 +26,7 @@ RUN_FIRST = ["workload", *TARGET, "preset", "tables", "table_size", "threads", "
 PREPARE_KEYS = [*TARGET, "preset", "tables", "table_size", "mysql_storage_engine", "create_table_options",
                 "auto_inc", "secondary", "create_secondary"]
 # never in a rebuilt command: secrets, where files go, prepare.js-only switches, the run's identity
-NEVER = {"mysql_password", "results_dir", "command", "recreate", "prepare_batch", "testid"}
+NEVER = {"mysql_password", "results_dir", "command", "recreate", "prepare_batch", "prepare_mode", "testid"}
 # options that only prepare.js reads
 PREPARE_ONLY = {"mysql_storage_engine", "create_table_options", "create_secondary"}
 

@@ -1,0 +1,128 @@
+"""Issue #3, prepare_mode=server (prepare.js's default): the server makes the rows with
+INSERT ... SELECT and RAND(). Its tables must be what sysbench's prepare makes: ids exactly
+1..table_size (with and without auto_inc), c and pad in sysbench's digit patterns with
+uniform digits, and k drawn from the chosen rand_type as sysbench.rand.default draws it
+(two-sample chi-square against sysbench 1.0.20's own draws, binned; fixed sysbench seed)."""
+import collections
+import os
+import re
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import k6, fresh_db, sql
+from test_rand import chi2_critical, merged_bins
+
+SIZE = 100_000     # rows, and the range of k
+BIN = 100          # k binned by 100: 1000 bins
+DRAWS = SIZE
+
+SYSBENCH_LUA = """
+function event()
+  local counts = {}
+  for i = 1, %d do
+    local b = math.floor((sysbench.rand.default(1, %d) - 1) / %d) + 1
+    counts[b] = (counts[b] or 0) + 1
+  end
+  local out = {}
+  for k, c in pairs(counts) do out[#out+1] = k .. ":" .. c end
+  print("COUNTS " .. table.concat(out, ","))
+end
+"""
+
+
+def sysbench_bins(opts):
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write(SYSBENCH_LUA % (DRAWS, SIZE, BIN))
+    args = ["sysbench", "--events=1", "--threads=1", "--rand-seed=7"] + \
+        [f"--{k.replace('_', '-')}={v}" for k, v in opts.items()]
+    p = subprocess.run(args + [f.name, "run"], capture_output=True, text=True, timeout=120)
+    os.unlink(f.name)
+    assert p.returncode == 0, p.stdout + p.stderr
+    line = next(l for l in p.stdout.splitlines() if l.startswith("COUNTS "))
+    return {int(k): int(c) for k, c in (x.split(":") for x in line[7:].split(","))}
+
+
+def prepare(target, db, opts):
+    args = ["run", "--quiet", "-e", f"mysql_port={ {'tidb': 4000, 'mariadb': 3306}[target] }", "-e", f"mysql_db={db}",
+            "-e", "tables=1", "-e", f"table_size={SIZE}", "-e", "threads=4"]
+    for k, v in opts.items():
+        args += ["-e", f"{k}={v}"]
+    out = k6(*args, "prepare.js")
+    assert "prepare_mode=server" in out.stdout + out.stderr, "prepare did not use the server-side rows"
+
+
+def table_bins(target, db):
+    return {int(b): int(c) for b, c in sql(target, f"SELECT FLOOR((k - 1) / {BIN}) + 1 AS b, COUNT(*) FROM sbtest1 GROUP BY b", db)}
+
+
+def chi2(c1, c2):
+    bins = merged_bins([(c1.get(k, 0), c2.get(k, 0)) for k in range(1, SIZE // BIN + 1)])
+    return sum((a - b) ** 2 / (a + b) for a, b in bins if a + b > 0), len(bins) - 1
+
+
+CASES = [
+    ("tidb", {"rand_type": "uniform", "auto_inc": "false"}),
+    ("tidb", {"rand_type": "special"}),
+    ("mariadb", {"rand_type": "special"}),
+    ("mariadb", {"rand_type": "special", "rand_spec_pct": 5, "rand_spec_res": 50, "auto_inc": "false"}),
+    ("mariadb", {"rand_type": "gaussian"}),
+    ("mariadb", {"rand_type": "pareto"}),
+]
+
+
+@pytest.mark.parametrize("target,opts", CASES, ids=lambda x: x if isinstance(x, str) else ",".join(f"{k}={v}" for k, v in x.items()))
+def test_server_rows_are_sysbench_rows(stack, target, opts):
+    db = fresh_db(target, "sbtest_prepsrv")
+    prepare(target, db, opts)
+    n, lo, hi, distinct = sql(target, "SELECT COUNT(*), MIN(id), MAX(id), COUNT(DISTINCT id) FROM sbtest1", db)[0]
+    assert (n, lo, hi, distinct) == (SIZE, 1, SIZE, SIZE), "ids must be exactly 1..table_size"
+    # k: the distribution of sysbench.rand.default(1, table_size)
+    ours = table_bins(target, db)
+    stat, df = chi2(ours, sysbench_bins({k: v for k, v in opts.items() if k != "auto_inc"}))
+    assert stat < chi2_critical(df), f"{target} {opts}: k chi2={stat:.1f} with {df} df (critical {chi2_critical(df):.1f})"
+    # c and pad: sysbench's templates, digits uniform
+    rows = sql(target, "SELECT c, pad FROM sbtest1 WHERE id <= 2000", db)
+    digits = collections.Counter()
+    for c, pad in rows:
+        assert re.fullmatch(r"(\d{11}-){9}\d{11}", c), c
+        assert re.fullmatch(r"(\d{11}-){4}\d{11}", pad), pad
+        digits.update(c.replace("-", "") + pad.replace("-", ""))
+    total = sum(digits.values())
+    dstat = sum((digits[str(d)] - total / 10) ** 2 / (total / 10) for d in range(10))
+    assert dstat < chi2_critical(9), f"digits of c and pad are not uniform: {dict(digits)}"
+
+
+def test_server_rows_test_has_power(stack):
+    """The same comparison tells the server's special k from sysbench's uniform draws."""
+    db = fresh_db("mariadb", "sbtest_prepsrv")
+    prepare("mariadb", db, {"rand_type": "special"})
+    stat, df = chi2(table_bins("mariadb", db), sysbench_bins({"rand_type": "uniform"}))
+    assert stat > chi2_critical(df)
+
+
+def test_client_mode_and_bad_modes(stack):
+    """prepare_mode=client still makes the rows in k6 (sysbench's multi-row INSERTs);
+    server with what the server cannot draw stops before anything is created."""
+    db = fresh_db("mariadb", "sbtest_prepsrv")
+    out = k6("run", "--quiet", "-e", "mysql_port=3306", "-e", f"mysql_db={db}", "-e", "tables=1", "-e", "table_size=3000",
+             "-e", "prepare_mode=client", "prepare.js")
+    assert "prepare_mode=client" in out.stdout + out.stderr
+    assert sql("mariadb", "SELECT COUNT(*), MIN(id), MAX(id) FROM sbtest1", db)[0] == (3000, 1, 3000)
+    # auto with a seed or zipfian falls back to client rows
+    db = fresh_db("mariadb", "sbtest_prepsrv")
+    out = k6("run", "--quiet", "-e", "mysql_port=3306", "-e", f"mysql_db={db}", "-e", "tables=1", "-e", "table_size=3000",
+             "-e", "rand_type=zipfian", "prepare.js")
+    assert "prepare_mode=client" in out.stdout + out.stderr
+    for bad in (["rand_type=zipfian"], ["rand_seed=5"]):
+        db = fresh_db("mariadb", "sbtest_prepsrv")
+        args = ["run", "--quiet", "-e", "mysql_port=3306", "-e", f"mysql_db={db}", "-e", "prepare_mode=server"]
+        for b in bad:
+            args += ["-e", b]
+        p = k6(*args, "prepare.js", check=False)
+        assert p.returncode != 0
+        assert "invalid option prepare_mode=server" in p.stdout + p.stderr
+        assert sql("mariadb", f"SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '{db}'")[0][0] == 0
+    p = k6("run", "--quiet", "-e", "prepare_mode=fast", "prepare.js", check=False)
+    assert p.returncode != 0 and "invalid option prepare_mode=fast: valid: auto, server, client" in p.stdout + p.stderr
