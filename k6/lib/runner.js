@@ -70,10 +70,6 @@ export class Conn {
 
   counted(res) { if (res.rowsAffected() > 0) this.w++; else this.o++; }
 
-  write(q, ...args) {
-    if (this.ex(q, ...args).rowsAffected() > 0) this.w++; else this.o++;
-  }
-
   text(q) { this.counted(this.ex(q)); }
 
   begin() { this.ex('BEGIN'); this.o++; this.inTx = true; }
