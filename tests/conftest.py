@@ -61,6 +61,16 @@ def k6(*args, env=None, timeout=600, check=True):
     return p
 
 
+def stop_process(proc, timeout=30):
+    """Terminates a server a test started, killing it when it does not stop in time."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def run_testid(output):
     m = re.search(r"testid=(\S+)", output)
     assert m, f"no testid printed:\n{output[-2000:]}"

@@ -22,6 +22,8 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 
+from conftest import stop_process
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "bin"
 SETUP = "scripts/test-setup.d/40-compose.sh"
@@ -397,12 +399,7 @@ def test_tidb_starts_with_the_compose_flags_and_runs_init_sql(tmp_path, config_s
         text = log.read_text()
         assert "InitializeSQLFile error" not in text, [l for l in text.splitlines() if "InitializeSQLFile" in l]
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 # ---------------------------------------------------------------------------------------

@@ -6,50 +6,27 @@ uniform digits, and k drawn from the chosen rand_type as sysbench.rand.default d
 The server's RAND() cannot be seeded, so the tests run at alpha = 0.0001 (a chance failure
 in about one run of 1,500 over all cases); the power check shows they still reject."""
 import collections
-import math
-import os
 import re
-import subprocess
-import tempfile
 
 import pytest
 
 from conftest import k6, fresh_db, sql
-from test_rand import merged_bins
+from test_rand import chi2_critical as rand_chi2_critical, merged_bins, sysbench
 
 SIZE = 100_000     # rows, and the range of k
 BIN = 100          # k binned by 100: 1000 bins
 DRAWS = SIZE
 
-SYSBENCH_LUA = """
-function event()
-  local counts = {}
-  for i = 1, %d do
-    local b = math.floor((sysbench.rand.default(1, %d) - 1) / %d) + 1
-    counts[b] = (counts[b] or 0) + 1
-  end
-  local out = {}
-  for k, c in pairs(counts) do out[#out+1] = k .. ":" .. c end
-  print("COUNTS " .. table.concat(out, ","))
-end
-"""
+
+Z_0001 = 3.719     # one-sided normal quantile for alpha = 0.0001
 
 
-def chi2_critical(df, z=3.719):
-    """Wilson-Hilferty chi-square quantile at 1 - 0.0001 (z: the normal quantile)."""
-    return df * (1 - 2 / (9 * df) + z * math.sqrt(2 / (9 * df))) ** 3
+def chi2_critical(df):
+    return rand_chi2_critical(df, Z_0001)
 
 
 def sysbench_bins(opts):
-    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
-        f.write(SYSBENCH_LUA % (DRAWS, SIZE, BIN))
-    args = ["sysbench", "--events=1", "--threads=1", "--rand-seed=7"] + \
-        [f"--{k.replace('_', '-')}={v}" for k, v in opts.items()]
-    p = subprocess.run(args + [f.name, "run"], capture_output=True, text=True, timeout=120)
-    os.unlink(f.name)
-    assert p.returncode == 0, p.stdout + p.stderr
-    line = next(l for l in p.stdout.splitlines() if l.startswith("COUNTS "))
-    return {int(k): int(c) for k, c in (x.split(":") for x in line[7:].split(","))}
+    return sysbench({"rand_seed": 7, **opts}, draws=DRAWS, n=SIZE, width=BIN)
 
 
 def prepare(target, db, opts):

@@ -19,8 +19,8 @@ SYSBENCH_LUA = """
 function event()
   local counts = {}
   for i = 1, %d do
-    local v = sysbench.rand.default(1, %d)
-    counts[v] = (counts[v] or 0) + 1
+    local b = math.floor((sysbench.rand.default(1, %d) - 1) / %d) + 1
+    counts[b] = (counts[b] or 0) + 1
   end
   local out = {}
   for k, c in pairs(counts) do out[#out+1] = k .. ":" .. c end
@@ -44,9 +44,11 @@ def ours(opts):
     return parse_counts(p.stdout + p.stderr)
 
 
-def sysbench(opts):
+def sysbench(opts, draws=DRAWS, n=N, width=1):
+    """Counts of `draws` values of sysbench's sysbench.rand.default(1, n) (opts: its options),
+    by bins of `width` keys: bin b holds keys (b-1)*width+1 .. b*width."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
-        f.write(SYSBENCH_LUA % (DRAWS, N))
+        f.write(SYSBENCH_LUA % (draws, n, width))
     args = ["sysbench", "--events=1", "--threads=1"] + [f"--{k.replace('_', '-')}={v}" for k, v in opts.items()]
     p = subprocess.run(args + [f.name, "run"], capture_output=True, text=True, timeout=120)
     os.unlink(f.name)
@@ -54,9 +56,10 @@ def sysbench(opts):
     return parse_counts(p.stdout)
 
 
-def chi2_critical(df):
-    """Wilson-Hilferty approximation of the chi-square quantile at 1 - 0.001."""
-    return df * (1 - 2 / (9 * df) + Z_001 * math.sqrt(2 / (9 * df))) ** 3
+def chi2_critical(df, z=Z_001):
+    """Wilson-Hilferty approximation of the chi-square quantile at 1 - alpha, z being the
+    normal quantile of alpha (default 0.001)."""
+    return df * (1 - 2 / (9 * df) + z * math.sqrt(2 / (9 * df))) ** 3
 
 
 def merged_bins(pairs, min_expected=20):

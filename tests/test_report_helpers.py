@@ -64,12 +64,7 @@ def prometheus_replay(answers_file=GOLDEN / "prometheus.json"):
                 body, code = {"status": "error", "errorType": "bad_data", "error": "not recorded"}, 400
             else:
                 code = 200
-            data = json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            reply(self, code, json.dumps(body).encode(), "application/json")
 
         def log_message(self, *a):
             pass
@@ -77,6 +72,15 @@ def prometheus_replay(answers_file=GOLDEN / "prometheus.json"):
     s = _Server(H)
     s.misses = misses
     return s
+
+
+def reply(handler, code, data, ctype):
+    """Sends one whole HTTP answer from a stand-in server's handler."""
+    handler.send_response(code)
+    handler.send_header("Content-Type", ctype)
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
 
 
 def png_bytes(w=200, h=80, color=(31, 119, 180)):
@@ -96,18 +100,11 @@ def grafana_standin():
         def do_GET(self):
             requests.append((self.path, self.headers.get("Authorization")))
             if self.path == "/api/health":
-                data, ctype = b'{"database":"ok","version":"stand-in"}', "application/json"
+                reply(self, 200, b'{"database":"ok","version":"stand-in"}', "application/json")
             elif self.path.startswith("/render/d-solo/"):
-                data, ctype = png, "image/png"
+                reply(self, 200, png, "image/png")
             else:
-                self.send_response(404)
-                self.end_headers()
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+                reply(self, 404, b"", "text/plain")
 
         def log_message(self, *a):
             pass
