@@ -19,6 +19,9 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pingcap  # noqa: E402  (uids and titles of PingCAP's dashboards, for the run links)
+
 PROM = {"type": "prometheus", "uid": "prometheus"}
 LOKI = {"type": "loki", "uid": "loki"}
 
@@ -49,8 +52,18 @@ SEL = {
     "pd": 'job="pd"',
     "mysql": 'job="mysqld", instance=~"$mysql_instance"',
     "node": 'job="node", instance=~"$host"',
+    # every host of the node job (dashboards without a host variable)
+    "nodes": 'job="node"',
     # Loki streams carry a `service` label (tidb, tikv, pd, k6, ...).
     "logs": 'service=~"$service"',
+    # The target's processes, for its resource use: TiDB, TiKV and PD export their own process
+    # metrics; MySQL/MariaDB's come from process-exporter (job "process", one group per name).
+    "db_tidb": 'job=~"tidb|tikv|pd"',
+    "db_mysql": 'job="process", groupname=~"mariadbd|mysqld"',
+    # Which of the two a run measured, from its version label: TiDB's release starts with "v"
+    # (v8.5.6, v1.1.0-beta...+module-build), MySQL's and MariaDB's with a digit (10.11.14-MariaDB).
+    "version_tidb": 'version=~"v.*"',
+    "version_mysql": 'version!~"v.*"',
 }
 
 # Network devices that are not a host's own traffic.
@@ -323,6 +336,29 @@ def step_errors(sel, window):
             f"(0 * {step_total('k6_oltp_queries_total', sel, window)})")
 
 
+def db_cpu_rate(run_sel, window=RI):
+    """CPU cores the run's target used: TiDB + TiKV + PD for a TiDB run, mysqld/mariadbd
+    (process-exporter) for a MySQL-compatible one; present only while the run's series are."""
+    tidb = (f"sum(rate(process_cpu_seconds_total{{{SEL['db_tidb']}}}[{window}])) and on () "
+            f"count(k6_oltp_queries_total{{{run_sel}, {SEL['version_tidb']}}})")
+    mysql = (f"sum(rate(namedprocess_namegroup_cpu_seconds_total{{{SEL['db_mysql']}}}[{window}])) and on () "
+             f"count(k6_oltp_queries_total{{{run_sel}, {SEL['version_mysql']}}})")
+    return f"({tidb}) or ({mysql})"
+
+
+def k6_cpu_rate(k6_sel, window=RI):
+    """CPU cores the load generator (all k6 instances of the run) used (docs/CONTRACT.md)."""
+    return f"sum(rate(k6_oltp_client_cpu_seconds_total{{{k6_sel}}}[{window}]))"
+
+
+def during_steps(expr, meas_sel, window):
+    """The mean of a one-series expression over each thread step's measured phase (the times its
+    series exist), one row per step; steps without a measured total are left out."""
+    mask = f"count by (threads) (k6_oltp_queries_total{{{meas_sel}}})"
+    return (f"(avg_over_time((({expr}) * on () group_right () (0 * {mask} + 1))[{window}:5s])) "
+            f"and on (threads) {step_total('k6_oltp_queries_total', meas_sel, window)}")
+
+
 def zero_if_absent(expr, base, label, value):
     """expr, or a 0 series labelled label=value while base has data (a quiet run shows 0)."""
     return f'{expr} or on () label_replace(0 * ({base}), "{label}", "{value}", "", "")'
@@ -342,6 +378,12 @@ def benchmark_run():
         for t, uid in [("Benchmark run", "tbs-benchmark-run"), ("Logs", "tbs-logs"),
                        ("Hosts", "tbs-hosts"), ("TiDB cluster", "tbs-tidb"),
                        ("MySQL / MariaDB", "tbs-mysql")]]
+    # PingCAP's own dashboards of the TiDB that runs (grafana/pingcap.py prepares them)
+    run_links += [
+        {"title": f"{pingcap.title(n)} over this run", "targetBlank": False,
+         "url": f"/d/{pingcap.uid(n)}?var-testid=${{__data.fields[0]}}"
+                f"&from=${{__data.fields[3]}}&to=${{__data.fields[4]}}"}
+        for n in pingcap.DASHBOARDS]
     run_sel = 'testid="$testid"'
     items = [
         row("Run"),
@@ -362,16 +404,22 @@ def benchmark_run():
                       "renameByName": {"Value #A": "Start", "Value #B": "End"}}}]),
         row("Per thread step (measured window, warm-up excluded)"),
         panel("table", "Thread steps",
-              "One row per thread step over its measured window: queries and transactions per second, p95 latency and errors, as in a sysbench report.",
+              "One row per thread step over its measured window: queries and transactions per second, p95 latency and errors, as in a sysbench report; then the CPU cores the database and k6 used on average in it, and QPS per database core.",
               "none",
               [target(step_rate("k6_oltp_queries_total", meas, marker_run, "$__range"), ref="A", instant=True, fmt="table"),
                target(step_rate("k6_oltp_transactions_total", meas, marker_run, "$__range"), ref="B", instant=True, fmt="table"),
                target(step_quantile(0.95, meas, "$__range"), ref="C", instant=True, fmt="table"),
-               target(step_errors(meas, "$__range"), ref="D", instant=True, fmt="table")],
+               target(step_errors(meas, "$__range"), ref="D", instant=True, fmt="table"),
+               target(during_steps(db_cpu_rate(run), meas, "$__range"), ref="E", instant=True, fmt="table"),
+               target(f"{step_rate('k6_oltp_queries_total', meas, marker_run, '$__range')} / on (threads) "
+                      f"({during_steps(db_cpu_rate(run), meas, '$__range')})", ref="F", instant=True, fmt="table"),
+               target(during_steps(k6_cpu_rate(k6), meas, "$__range"), ref="G", instant=True, fmt="table")],
               w=24, h=7,
               overrides=[unit_override("Threads", "none", 0), unit_override("QPS", "ops", 1),
                          unit_override("TPS", "ops", 1), unit_override("p95 (ms)", "ms", 2),
-                         unit_override("errors", "short", 0)],
+                         unit_override("errors", "short", 0), unit_override("DB CPU (cores)", "short", 2),
+                         unit_override("QPS per DB core", "short", 1),
+                         unit_override("k6 CPU (cores)", "short", 2)],
               options={"sortBy": [{"displayName": "Threads", "desc": False}]},
               transformations=[
                   {"id": "merge", "options": {}},
@@ -379,9 +427,12 @@ def benchmark_run():
                       {"targetField": "threads", "destinationType": "number"}], "fields": {}}},
                   {"id": "organize", "options": {
                       "excludeByName": {"Time": True},
-                      "indexByName": {"threads": 0, "Value #A": 1, "Value #B": 2, "Value #C": 3, "Value #D": 4},
+                      "indexByName": {"threads": 0, "Value #A": 1, "Value #B": 2, "Value #C": 3, "Value #D": 4,
+                                      "Value #E": 5, "Value #F": 6, "Value #G": 7},
                       "renameByName": {"threads": "Threads", "Value #A": "QPS", "Value #B": "TPS",
-                                       "Value #C": "p95 (ms)", "Value #D": "errors"}}},
+                                       "Value #C": "p95 (ms)", "Value #D": "errors",
+                                       "Value #E": "DB CPU (cores)", "Value #F": "QPS per DB core",
+                                       "Value #G": "k6 CPU (cores)"}}},
                   {"id": "sortBy", "options": {"fields": {}, "sort": [{"field": "Threads", "desc": False}]}}]),
         row("Throughput"),
         panel("timeseries", "QPS",
@@ -423,6 +474,39 @@ def benchmark_run():
                   f"sum(rate(k6_oltp_reconnects_total{{{run}}}[{RI}]))",
                   q_rate, "event", "reconnect"), "reconnects")),
               w=12, custom={"drawStyle": "bars", "fillOpacity": 60}),
+        row("Resources: the target and the load generator"),
+        panel("timeseries", "Database CPU",
+              "CPU cores used by each database process: tidb-server, TiKV and PD (their own metrics), mysqld/mariadbd (process-exporter); 1 = one core.",
+              "short", targets(
+                  (f"sum by (job, instance) (rate(process_cpu_seconds_total{{{SEL['db_tidb']}}}[{RI}]))", "{{job}} {{instance}}"),
+                  (f"sum by (groupname, instance) (rate(namedprocess_namegroup_cpu_seconds_total{{{SEL['db_mysql']}}}[{RI}]))", "{{groupname}} {{instance}}")),
+              w=12, min_=0),
+        panel("timeseries", "Database memory",
+              "Resident memory of each database process (tidb-server, TiKV, PD; mysqld/mariadbd from process-exporter).",
+              "bytes", targets(
+                  (f"sum by (job, instance) (process_resident_memory_bytes{{{SEL['db_tidb']}}})", "{{job}} {{instance}}"),
+                  (f'sum by (groupname, instance) (namedprocess_namegroup_memory_bytes{{{SEL["db_mysql"]}, memtype="resident"}})', "{{groupname}} {{instance}}")),
+              w=12, min_=0),
+        panel("timeseries", "Load generator CPU",
+              "CPU cores the run's k6 process(es) used, user + system, per load generator instance; a value near k6's cores means the load generator, not the database, set the pace.",
+              "short", targets((f"sum by (instance_id) (rate(k6_oltp_client_cpu_seconds_total{{{k6}}}[{RI}]))", "k6 {{instance_id}}")),
+              w=12, min_=0),
+        panel("timeseries", "Load generator memory",
+              "Resident memory of the run's k6 process(es), per load generator instance.",
+              "bytes", targets((f"sum by (instance_id) (k6_oltp_client_rss_bytes{{{k6}}})", "k6 {{instance_id}}")),
+              w=12, min_=0),
+        panel("timeseries", "Database hosts: disk",
+              "Bytes per second read (negative) and written on the hosts node_exporter watches (locally the one host the database and k6 share).",
+              "Bps", targets(
+                  (f"-sum by (instance) (rate(node_disk_read_bytes_total{{{SEL['nodes']}}}[{RI}]))", "{{instance}} read"),
+                  (f"sum by (instance) (rate(node_disk_written_bytes_total{{{SEL['nodes']}}}[{RI}]))", "{{instance}} write")),
+              w=12),
+        panel("timeseries", "Database hosts: network",
+              "Bytes per second received (negative) and sent on the hosts node_exporter watches, loopback included (a single-host stack talks over it).",
+              "Bps", targets(
+                  (f'-sum by (instance) (rate(node_network_receive_bytes_total{{{SEL["nodes"]}, device!~"{NET_DEVICES_EXCLUDED}"}}[{RI}]))', "{{instance}} in"),
+                  (f'sum by (instance) (rate(node_network_transmit_bytes_total{{{SEL["nodes"]}, device!~"{NET_DEVICES_EXCLUDED}"}}[{RI}]))', "{{instance}} out")),
+              w=12),
         row("Load generator"),
         panel("timeseries", "k6 VUs",
               "Virtual users (one connection each) running, and the maximum allocated.",

@@ -184,6 +184,10 @@ def test_providers_one_folder_per_concern():
     for p in providers:
         assert p["type"] == "file" and p["folder"] and p["folderUid"], p
         path = p["options"]["path"]
+        if p["name"] == "pingcap":
+            # PingCAP's dashboards, prepared at start (tests/test_pingcap_dashboards.py)
+            assert path == "${GRAFANA_PINGCAP_DASHBOARDS}", path
+            continue
         m = re.fullmatch(r"\$\{?GRAFANA_DASHBOARDS\}?/([a-z0-9-]+)", path)
         assert m, f"provider {p['name']}: path must be $GRAFANA_DASHBOARDS/<folder>: {path}"
         covered.append(m.group(1))
@@ -191,12 +195,14 @@ def test_providers_one_folder_per_concern():
         local = path.replace("${GRAFANA_DASHBOARDS}", dt.DASHBOARDS_DIR).replace("$GRAFANA_DASHBOARDS", dt.DASHBOARDS_DIR)
         assert [f for f in os.listdir(local) if f.endswith(".json")], local
     assert sorted(covered) == folders, "every dashboards/<folder> has exactly one provider"
+    assert "pingcap" in {p["name"] for p in providers}
     assert len({p["name"] for p in providers}) == len(providers)
     assert len({p["folderUid"] for p in providers}) == len(providers)
 
 
 def test_links_point_at_existing_dashboards(dashboards):
-    uids = {d["uid"] for d in dashboards.values()}
+    import pingcap  # PingCAP's dashboards, prepared at start (tests/test_pingcap_dashboards.py)
+    uids = {d["uid"] for d in dashboards.values()} | {pingcap.uid(n) for n in pingcap.DASHBOARDS}
     n = 0
     for rel, d in dashboards.items():
         for uid in re.findall(r"/d/([A-Za-z0-9_-]+)", json.dumps(d)):
@@ -493,6 +499,7 @@ def test_grafana_server_provisions_every_dashboard(dashboards, tmp_path):
     env = {**os.environ,
            "PROMETHEUS_URL": "http://127.0.0.1:9090", "LOKI_URL": "http://127.0.0.1:3100",
            "GRAFANA_DASHBOARDS": dt.DASHBOARDS_DIR,
+           "GRAFANA_PINGCAP_DASHBOARDS": str(tmp_path / "pingcap"),
            "GF_PATHS_PROVISIONING": PROVISIONING, "GF_PATHS_DATA": str(tmp_path / "data"),
            "GF_PATHS_LOGS": str(tmp_path / "logs"), "GF_PATHS_PLUGINS": str(tmp_path / "plugins"),
            "GF_SERVER_HTTP_ADDR": "127.0.0.1", "GF_SERVER_HTTP_PORT": str(port),
