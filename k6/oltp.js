@@ -1,14 +1,21 @@
 // sysbench's OLTP workloads in k6: `k6 run -e workload=oltp_read_write -e threads=150,300 oltp.js`.
-// Options are sysbench 1.0.20's, under its names with `_` for `-` (see k6/lib/config.js or
-// `-e help=1`... the README lists them). One database connection per VU; one k6 scenario per
-// thread step; metrics as in docs/CONTRACT.md.
+// Options are sysbench 1.0.20's, under its names with `_` for `-` (k6/contract.json lists
+// them; `-e help=1` prints them). One database connection per VU; one k6 scenario per thread
+// step; metrics as in docs/CONTRACT.md.
+//
+// Each thread step is a separate sysbench run: its VUs open fresh connections and prepare
+// their statements before the step's load begins, the previous step's connections are
+// closed, every thread id 0..threads-1 is used once, random streams are fresh, and the
+// step's latency goes into its own sysbench histogram (k6/x/tbs).
 import exec from 'k6/execution';
-import { parseOptions } from './lib/config.js';
+import { sleep } from 'k6';
+import tbs from 'k6/x/tbs';
+import { parseOptions, optionHelp } from './lib/config.js';
 import { makeRand, seededSource } from './lib/rand.js';
-import { EVENTS, workState, uniqueSequence } from './lib/sysbench.js';
+import { EVENTS, workState, flushBulk } from './lib/sysbench.js';
 import * as R from './lib/runner.js';
-import { summarize } from './lib/summary.js';
-import { progressScenario, progressLine } from './lib/progress.js';
+import { summarize, histName } from './lib/summary.js';
+import { monitorScenario, monitor as monitorTick } from './lib/progress.js';
 
 const o = parseOptions(__ENV);
 const testid = o.testid || R.newTestId();
@@ -16,28 +23,38 @@ const host = R.hostFacts();
 
 const steps = R.stepScenarios(o);
 const windows = R.stepWindows(o);
-const totalSeconds = o.threads.length * (o.warmup_time + o.time + R.GRACE_S);
+const lastWindow = windows[windows.length - 1];
+const totalSeconds = Math.ceil(lastWindow.measure_end / 1000) + R.GRACE_S;
+const startWait = o.start_at ? Math.max(0, (o.start_at - Date.now()) / 1000) : 0;
 
-export const options = {
-  scenarios: { ...steps, ...progressScenario(o, totalSeconds) },
+export const options = o.help ? {
+  scenarios: { help: { executor: 'shared-iterations', exec: 'help', vus: 1, iterations: 1 } },
+} : {
+  scenarios: { ...steps, ...monitorScenario(o, totalSeconds) },
   thresholds: R.stepThresholds(o),
   tags: { testid, workload: o.workload },
-  summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(95)', 'p(99)', 'count'],
-  setupTimeout: '60s',
+  summaryTrendStats: ['avg', 'min', 'max', 'count'],
+  setupTimeout: `${Math.ceil(startWait) + 60}s`,
   teardownTimeout: '60s',
 };
 
 // ---- per VU
-const db = R.openDb(o);
-const conn = new R.Conn(db);
+const conn = new R.Conn(o);
 const event = EVENTS[o.workload];
+const rec = tbs.recorder('oltp_latency', o.rate ? 'oltp_response_latency' : '');
+const due = { due: 0, done(start) { return rec.doneDue(start, this.due); } };
+const now = () => tbs.now();
 let scenario = '';
 let scenarioInfo = null; // exec.scenario, built once per VU (its accessors read live state)
 let w = null;
+let hist = null;
+let respHist = null;
+let queue = null;
 let measureStart = 0;
 let warming = false;
 let nextCheck = 0; // epoch ms of the next moment this VU must look at its step (slow path)
-let stepEnd = 0; // epoch ms: the end of this VU's step (its scenario's duration)
+let stepEnd = 0; // epoch ms: the end of this VU's step (its measured window)
+let stepTag = '';
 
 function hashString(s) {
   let h = 2166136261;
@@ -45,40 +62,108 @@ function hashString(s) {
   return h >>> 0;
 }
 
-// activate: the VU enters a new thread step (scenario).
+// The share of the run's VUs this process runs (k6 execution segments: several load
+// generators run one test, each a segment of it).
+function segmentShare() {
+  const seg = exec.test.options.executionSegment;
+  if (!seg) return 1;
+  const frac = (x) => { const [a, b] = String(x).split('/').map(Number); return b ? a / b : a; };
+  const [from, to] = String(seg).split(':');
+  const share = frac(to || '1') - frac(from || '0');
+  return share > 0 && share <= 1 ? share : 1;
+}
+
+// activate: the VU's first iteration of a thread step. It is thread `iterationInTest` of
+// the step; it drops its connection of an earlier step, connects and prepares afresh, then
+// waits for the step's load to begin (so that every VU of the step starts its first
+// iteration before any starts a second: R.stepScenarios).
 function activate(data) {
-  scenario = exec.scenario.name;
+  scenario = scenarioInfo.name;
   const threads = Number(scenario.slice(1));
-  const vu = exec.vu.idInTest;
-  const random = o.rand_seed ? seededSource(o.rand_seed, vu) : Math.random;
-  w = workState(o, makeRand(o, random), (vu - 1) % threads, threads);
-  const seed = o.rand_seed || hashString(data.testid);
-  w.unique = uniqueSequence(seed, seed ^ 0x5bd1e995, vu);
-  const tags = exec.vu.metrics.tags;
-  tags.version = data.version;
+  const stepIdx = o.threads.indexOf(threads);
+  const threadId = exec.scenario.iterationInTest;
   const start = exec.scenario.startTime;
-  measureStart = start + o.warmup_time * 1000;
+  const go = start + R.connectSeconds(threads) * 1000;
+  measureStart = go + o.warmup_time * 1000;
   stepEnd = measureStart + o.time * 1000;
-  warming = o.warmup_time > 0;
-  tags.warmup = String(warming);
-  if (exec.scenario.iterationInTest === 0) {
-    const t = { version: data.version, threads: String(threads) };
-    R.metrics.marker.add(start, { ...t, event: 'step_start', warmup: String(warming) });
-    R.metrics.marker.add(measureStart, { ...t, event: 'measure_start', warmup: 'false' });
-    R.metrics.marker.add(measureStart + o.time * 1000, { ...t, event: 'measure_end', warmup: 'false' });
+  stepTag = String(threads);
+  if (threadId >= threads) {
+    console.error(`internal: thread id ${threadId} >= threads ${threads} in step t${threads}: this VU runs no events`);
+    conn.close();
+    nextCheck = Infinity; stepEnd = 0;
+    return;
   }
-  if (o.workload === 'bulk_insert') w.flushAfter = measureStart + o.time * 1000 - 500;
-  nextCheck = warming ? measureStart : nextStepStart(threads, data);
+  const random = o.rand_seed ? seededSource(o.rand_seed, (stepIdx * 1048576 + threadId) >>> 0) : Math.random;
+  w = workState(o, makeRand(o, random, o.rand_seed > 0), threadId, threads);
+  const seed = o.rand_seed || hashString(data.testid);
+  // one sequence for the whole run (sysbench's is global): no id is given twice, in any
+  // step or by any load generator (lanes interleave the instances' indices)
+  w.unique = tbs.unique(`${data.testid}/unique`, seed, (seed ^ 0x5bd1e995) >>> 0, data.instances || 1, data.lane || 0);
+  const tags = exec.vu.metrics.tags;
+  tags.testid = data.testid;
+  tags.workload = o.workload;
+  tags.version = data.version;
+  tags.instance_id = data.instance_id;
+  warming = o.warmup_time > 0;
+  tags.warmup = 'true'; // the connect phase and the warm-up are not measured
+  rec.use(null, null);
+  // fresh connection and statements, before the load begins
+  const connected = R.connectUntil(conn, w.prepared, go);
+  if (connected && o.workload === 'bulk_insert') {
+    // sysbench's bulk_insert numbers rows from 1 in every run; a step goes on after the
+    // ids earlier steps (or runs) wrote, so no key is inserted twice.
+    const r = conn.db.query(`SELECT COALESCE(MAX(id), 0) AS m FROM sbtest${threadId + 1}`);
+    w.bulkSize = Number(R.asText(r[0].m || r[0].M)) || 0;
+  }
+  hist = tbs.histogram(histName(data.testid, threads));
+  respHist = o.rate ? tbs.histogram(histName(data.testid, threads, 'response')) : null;
+  if (connected) tbs.counter(`${histName(data.testid, threads)}/ready`).add(1);
+  tbs.mark(`${histName(data.testid, threads)}/scenario_start`, start);
+  if (o.rate) {
+    queue = tbs.queue(`${data.testid}/t${threads}/queue`, o.rate * segmentShare(), go, stepEnd,
+      o.rand_seed ? o.rand_seed + stepIdx : 0);
+  }
+  if (threadId === 0) {
+    const t = { version: data.version, threads: stepTag };
+    R.metrics.marker.add(go, { ...t, event: 'step_start', warmup: String(warming) });
+    R.metrics.marker.add(measureStart, { ...t, event: 'measure_start', warmup: 'false' });
+    R.metrics.marker.add(stepEnd, { ...t, event: 'measure_end', warmup: 'false' });
+  }
+  const wait = go - Date.now();
+  if (wait > 0) sleep(wait / 1000);
+  if (!warming) startMeasuring(data);
+  else nextCheck = measureStart;
+}
+
+function startMeasuring(data) {
+  warming = false;
+  exec.vu.metrics.tags.warmup = 'false';
+  rec.use(hist, respHist);
+  tbs.mark(`${histName(data.testid, Number(stepTag))}/cpu_start`, tbs.cpuSeconds());
+  nextCheck = nextStepStart(Number(stepTag), data);
 }
 
 // The next step's planned start (the executors start right after setup, so its real start is
-// not earlier); until then nothing about this VU's step can change but the warm-up flag.
+// not earlier); until then nothing about this VU's step can change.
 function nextStepStart(threads, data) {
   const i = o.threads.indexOf(threads);
-  return i + 1 < windows.length ? data.run_start + windows[i + 1].start - 50 : Infinity;
+  return i + 1 < windows.length ? data.run_start + windows[i + 1].connect - 50 : Infinity;
+}
+
+// endStep: the VU's step is over: the rest of a bulk insert goes out (sysbench's
+// thread_done), and the connection is closed, so the next step starts with fresh ones.
+function endStep(data) {
+  if (w && o.workload === 'bulk_insert' && conn.db) {
+    try { flushBulk(conn, w); } catch (_) { /* counted by the next step's own connection */ }
+    conn.flush();
+  }
+  tbs.mark(`${histName(data.testid, Number(stepTag))}/cpu_end`, tbs.cpuSeconds());
+  conn.close();
+  stepEnd = 0;
 }
 
 export function setup() {
+  if (o.help) return {};
   const sdb = R.openDb(o);
   const v = R.connectOrExplain(sdb, o);
   const info = R.targetInfo(sdb, v);
@@ -99,13 +184,24 @@ export function setup() {
   const variables = R.globalVariables(sdb);
   sdb.close();
   const version = o.version || info.version;
-  const id = exec.test.options.tags.testid;
-  const runStart = Date.now();
-  R.metrics.marker.add(runStart, { event: 'run_start', version, threads: o.threads.join(','), warmup: 'false' });
-  console.log(`testid=${id} workload=${o.workload} target=${o.mysql_host}:${o.mysql_port} version=${version} threads=${o.threads.join(',')}`);
+  const runTags = exec.test.options.tags || {};
+  const id = o.testid || runTags.testid || testid;
+  const inst = R.instanceOf(exec.test.options);
+  if (o.start_at) {
+    const wait = o.start_at - Date.now();
+    if (wait > 0) sleep(wait / 1000);
+  }
+  const runStart = o.start_at || Date.now();
+  if (inst.lane === 0) {
+    R.metrics.marker.add(runStart, { event: 'run_start', version, threads: o.threads.join(','), warmup: 'false', testid: id, workload: o.workload, instance_id: inst.id });
+  }
+  console.log(`testid=${id} workload=${o.workload} target=${o.mysql_host}:${o.mysql_port} version=${version} threads=${o.threads.join(',')}` +
+    (inst.instances > 1 ? ` instance=${inst.id} segment=${inst.segment}` : ''));
   return {
     testid: id, version, product: info.product, version_full: info.full, run_start: runStart,
-    variables, host,
+    variables, host, instance_id: inst.id, instances: inst.instances, lane: inst.lane, segment: inst.segment,
+    instance_tagged: runTags.instance_id !== undefined,
+    sequence: inst.sequence,
   };
 }
 
@@ -114,27 +210,38 @@ export default function (data) {
     if (!scenarioInfo) scenarioInfo = exec.scenario;
     if (scenarioInfo.name !== scenario) {
       activate(data);
-    } else if (warming && Date.now() >= measureStart) {
-      warming = false;
-      exec.vu.metrics.tags.warmup = 'false';
-      nextCheck = nextStepStart(Number(scenario.slice(1)), data);
+      return;
     }
+    if (warming && Date.now() >= measureStart) startMeasuring(data);
   }
+  if (!stepEnd) return;
   // Events back to back for up to a second, never across a boundary (the end of the
   // warm-up, the end of the step): one k6 iteration per batch, not per event.
-  R.runEvents(conn, event, w, o, Math.min(nextCheck, stepEnd, Date.now() + R.BATCH_MS));
+  const until = Math.min(nextCheck, stepEnd, Date.now() + R.BATCH_MS);
+  if (queue) R.runQueued(conn, event, w, o, until, due, stepEnd, queue, now);
+  else R.runEvents(conn, event, w, o, until, rec, stepEnd, now);
+  if (Date.now() >= stepEnd) endStep(data);
 }
 
-// One extra VU prints sysbench-style lines every report_interval seconds (lib/progress.js).
-export function progress(data) {
-  const line = progressLine(o, data, __ENV, R.GRACE_S);
-  if (line) console.log(line);
+// One extra VU samples k6's own CPU and memory every second and prints sysbench-style
+// lines every report_interval seconds (lib/progress.js).
+export function monitor(data) {
+  monitorTick(o, data, __ENV, R.GRACE_S, windows);
+}
+
+export function help() {
+  console.log(`options (-e name=value), from k6/contract.json:\n${optionHelp()}`);
 }
 
 export function teardown(data) {
-  R.metrics.marker.add(Date.now(), { event: 'run_end', version: data.version, threads: o.threads.join(','), warmup: 'false' });
+  if (o.help || data.lane !== 0) return;
+  R.metrics.marker.add(Date.now(), {
+    event: 'run_end', version: data.version, threads: o.threads.join(','), warmup: 'false',
+    testid: data.testid, workload: o.workload, instance_id: data.instance_id,
+  });
 }
 
 export function handleSummary(data) {
-  return summarize(data, o);
+  if (o.help) return { stdout: '' };
+  return summarize(data, o, tbs);
 }

@@ -106,7 +106,7 @@ export default function (data) {
     return;
   }
   if (chunks === 0) return;
-  if (!rand) rand = makeRand(o, o.rand_seed ? seededSource(o.rand_seed, exec.vu.idInTest) : Math.random);
+  if (!rand) rand = makeRand(o, o.rand_seed ? seededSource(o.rand_seed, exec.vu.idInTest) : Math.random, o.rand_seed > 0);
   const i = exec.scenario.iterationInTest;
   // interleave tables, so all of them fill at once
   const t = (i % tables) + 1;

@@ -2,76 +2,21 @@
 // `-e name=value` (k6's __ENV). Bad values stop the run before any query, naming the option.
 import { RAND_TYPES } from './rand.js';
 
-export const WORKLOADS = [
-  'oltp_point_select', 'oltp_read_only', 'oltp_read_write', 'oltp_write_only',
-  'oltp_update_index', 'oltp_update_non_index', 'oltp_insert', 'oltp_delete',
-  'select_random_points', 'select_random_ranges', 'bulk_insert',
-];
+// The shared contract (k6/contract.json): workloads, options with types, defaults and help,
+// presets, the testid rule, timing. Also read by scripts/lib/tbsreport and the README.
+export const CONTRACT = JSON.parse(open('../contract.json'));
+export const WORKLOADS = CONTRACT.workloads;
 
 // name: [type, default, description]. Defaults are sysbench 1.0.20's, except where noted.
-const SPEC = {
-  // -- where: the defaults point at the local stack's target (scripts/stack up)
-  mysql_host: ['string', '127.0.0.1', 'MySQL server host (sysbench: localhost)'],
-  mysql_port: ['int+', 4000, 'MySQL server port (sysbench: 3306; 4000 is TiDB\'s)'],
-  mysql_user: ['string', 'sbtest', 'MySQL user'],
-  mysql_password: ['string', '', 'MySQL password'],
-  mysql_db: ['string', 'sbtest', 'MySQL database name'],
-  mysql_ignore_errors: ['errors', [1213, 1020, 1205], 'error codes to ignore (restart the event), or "all"'],
-  mysql_storage_engine: ['string', 'innodb', 'storage engine, if MySQL is used'],
-  create_table_options: ['string', '', 'extra CREATE TABLE options (sysbench 1.1)'],
-  // -- what and how long
-  workload: ['workload', 'oltp_point_select', 'sysbench test name'],
-  threads: ['threads', [1], 'number of threads; a list (150,300,600) runs one step per value'],
-  time: ['int+', 10, 'seconds each thread step is measured'],
-  warmup_time: ['int0', 0, 'seconds of warm-up before each step\'s measurement (sysbench 1.1)'],
-  report_interval: ['int0', 0, 'seconds between sysbench-style progress lines (0: off)'],
-  // -- OLTP
-  tables: ['int+', 1, 'number of tables'],
-  table_size: ['int0', 10000, 'number of rows per table'],
-  range_size: ['int+', 100, 'range size for range SELECT queries'],
-  point_selects: ['int0', 10, 'number of point SELECT queries per transaction'],
-  simple_ranges: ['int0', 1, 'number of simple range SELECT queries per transaction'],
-  sum_ranges: ['int0', 1, 'number of SELECT SUM() queries per transaction'],
-  order_ranges: ['int0', 1, 'number of SELECT ORDER BY queries per transaction'],
-  distinct_ranges: ['int0', 1, 'number of SELECT DISTINCT queries per transaction'],
-  index_updates: ['int0', 1, 'number of UPDATE index queries per transaction'],
-  non_index_updates: ['int0', 1, 'number of UPDATE non-index queries per transaction'],
-  delete_inserts: ['int0', 1, 'number of DELETE/INSERT combinations per transaction'],
-  range_selects: ['bool', true, 'enable/disable all range SELECT queries'],
-  auto_inc: ['bool', true, 'use AUTO_INCREMENT column as primary key'],
-  skip_trx: ['bool', false, 'don\'t start explicit transactions (AUTOCOMMIT mode)'],
-  secondary: ['bool', false, 'use a secondary index in place of the PRIMARY KEY'],
-  create_secondary: ['bool', true, 'create a secondary index in addition to the PRIMARY KEY'],
-  // select_random_points / select_random_ranges
-  random_points: ['int+', 10, 'number of random points in the IN() clause (select_random_points)'],
-  number_of_ranges: ['int+', 10, 'number of random BETWEEN ranges (select_random_ranges)'],
-  delta: ['int+', 5, 'size of BETWEEN ranges (select_random_ranges)'],
-  // -- random numbers
-  rand_type: ['rand', 'special', 'random numbers distribution'],
-  rand_seed: ['int0', 0, 'seed for the random generator; 0 uses Math.random'],
-  rand_spec_iter: ['int+', 12, 'iterations for the special and gaussian distributions'],
-  rand_spec_pct: ['pct', 1, 'percentage of the range where special values fall'],
-  rand_spec_res: ['pct<100', 75, 'percentage of special values to use'],
-  rand_pareto_h: ['unit', 0.2, 'shape parameter of the Pareto distribution'],
-  rand_zipfian_exp: ['num0', 0.8, 'shape parameter of the Zipfian distribution'],
-  // -- ours
-  preset: ['preset', '', 'a named set of defaults: tidb'],
-  testid: ['id', '', 'run id tagged on every sample (generated when not given)'],
-  version: ['string', '', 'version of the target (read from the server when not given)'],
-  results_dir: ['string', 'results', 'where the run summary JSON is written'],
-  command: ['command', 'prepare', 'prepare.js: prepare, cleanup or prewarm'],
-  recreate: ['bool', false, 'prepare.js: drop and recreate tables that exist'],
-  prepare_batch: ['int+', 1000, 'prepare.js: rows per multi-row INSERT (prepare_mode=client)'],
-  prepare_mode: ['prepare_mode', 'auto', 'prepare.js: server (rows made by INSERT ... SELECT on the server), client (multi-row INSERTs sent by k6, as sysbench), or auto (server unless rand_seed or rand_type=zipfian)'],
-};
+const SPEC = {};
+for (const [name, spec] of Object.entries(CONTRACT.options)) SPEC[name] = [spec.type, spec.default, spec.help];
 
 // The seeds' (PingCAP's published reports) choices for TiDB.
-export const PRESETS = {
-  tidb: { rand_type: 'uniform', mysql_ignore_errors: '1062,2013,8028,9007', auto_inc: 'false' },
-};
+export const PRESETS = CONTRACT.presets;
+const TESTID = new RegExp(CONTRACT.testid.pattern);
 
 // Lowercase variables a shell may export that are not options.
-const NOT_OPTIONS = new Set(['http_proxy', 'https_proxy', 'no_proxy', 'all_proxy', 'ftp_proxy']);
+const NOT_OPTIONS = new Set(['http_proxy', 'https_proxy', 'no_proxy', 'all_proxy', 'ftp_proxy', 'help']);
 
 export class OptionError extends Error {}
 
@@ -121,7 +66,10 @@ function parseOne(name, type, raw) {
       if (!['auto', 'server', 'client'].includes(s)) throw bad(name, raw, 'valid: auto, server, client');
       return s;
     case 'id':
-      if (s !== '' && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(s)) throw bad(name, raw, 'letters, digits, . _ - (at most 64)');
+      if (s !== '' && !TESTID.test(s)) throw bad(name, raw, `letters, digits, . _ - (at most ${CONTRACT.testid.max_length}, starting with a letter or digit)`);
+      return s;
+    case 'ssl':
+      if (!CONTRACT.options[name].valid.includes(s)) throw bad(name, raw, `valid: ${CONTRACT.options[name].valid.join(', ')}`);
       return s;
     case 'errors': {
       if (s.toLowerCase() === 'all') return 'all';
@@ -170,19 +118,26 @@ export function parseOptions(env) {
     o[name] = raw !== undefined ? parseOne(name, type, raw) : def;
   }
   if (o.mysql_port > 65535) throw bad('mysql_port', o.mysql_port, 'must be a TCP port from 1 to 65535');
+  if (o.mysql_ssl_ca && o.mysql_ssl !== 'verify') throw bad('mysql_ssl', o.mysql_ssl, 'mysql_ssl_ca is given: use mysql_ssl=verify');
+  o.help = env.help !== undefined;
   if (o.prepare_mode === 'server' && (o.rand_seed || o.rand_type === 'zipfian')) {
     throw bad('prepare_mode', 'server', `the server's RAND() cannot give ${o.rand_seed ? 'seeded (rand_seed) values' : 'the zipfian distribution'}: use prepare_mode=client or auto`);
   }
   return o;
 }
 
+// optionHelp() -> the options, their defaults and help, one per line (`-e help=1`).
 export function optionHelp() {
-  return Object.entries(SPEC).map(([k, [, d, desc]]) => `  ${k}=${Array.isArray(d) ? d.join(',') : d}  ${desc}`).join('\n');
+  const show = (d) => (Array.isArray(d) ? d.join(',') : String(d));
+  const width = Math.max(...Object.keys(SPEC).map((k) => k.length + show(SPEC[k][1]).length)) + 3;
+  return Object.entries(SPEC).map(([k, [, d, desc]]) => `  ${`${k}=${show(d)}`.padEnd(width)}${desc}`).join('\n');
 }
 
 // dsn(o) -> go-sql-driver/mysql DSN; `where` names the server without the password.
 export function dsn(o) {
-  const params = 'timeout=5s&parseTime=false';
+  let params = 'timeout=5s&parseTime=false';
+  if (o.mysql_ssl === 'on') params += '&tls=skip-verify';
+  if (o.mysql_ssl === 'verify') params += o.mysql_ssl_ca ? `&tbs_ssl_ca=${encodeURIComponent(o.mysql_ssl_ca)}` : '&tls=true';
   return `${o.mysql_user}:${o.mysql_password}@tcp(${o.mysql_host}:${o.mysql_port})/${o.mysql_db}?${params}`;
 }
 

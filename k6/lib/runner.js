@@ -1,24 +1,33 @@
-// The engine shared by oltp.js and prepare.js: connection per VU, query counting by kind,
+// The engine shared by oltp.js and prepare.js: a connection per VU, query counting by kind,
 // sysbench's error handling (ignore list, restart of the event, reconnects), metrics, thread
-// steps as k6 scenarios, and the per-step summary.
+// steps as k6 scenarios, and what a step needs before its measured window: fresh
+// connections with the workload's statements prepared.
 import sql from 'k6/x/sql';
 import driver from 'k6/x/sql/driver/mysql';
 import exec from 'k6/execution';
-import { Counter, Gauge, Trend } from 'k6/metrics';
-import { dsn, where } from './config.js';
+import { sleep } from 'k6';
+import { Counter, Gauge } from 'k6/metrics';
+import { dsn, where, CONTRACT } from './config.js';
 
 // The metrics of docs/CONTRACT.md (Prometheus names get a k6_ prefix and a unit suffix).
+// The event latency (oltp_latency, a Trend) is sent by k6/x/tbs's recorder, which also
+// adds it to the step's sysbench histogram.
 export const metrics = {
   queries: new Counter('oltp_queries'),
   transactions: new Counter('oltp_transactions'),
   errors: new Counter('oltp_errors'),
   reconnects: new Counter('oltp_reconnects'),
-  latency: new Trend('oltp_latency', true),
   marker: new Gauge('oltp_marker'),
 };
 
-// Connection-loss errors after which sysbench reconnects (oltp_common.lua's hook).
-const LOST = new Set([2013, 2055, 2006, 2011]);
+// Connection-loss errors after which sysbench reconnects when they are ignored
+// (drv_mysql.c check_error: CR_SERVER_LOST, CR_SERVER_GONE_ERROR, CR_TCP_CONNECTION,
+// CR_SERVER_LOST_EXTENDED). 2003 (cannot connect) is what database/sql reports when a lost
+// connection's automatic replacement is refused: the same event, the connection is gone.
+const LOST = new Set([2013, 2055, 2006, 2011, 2003]);
+
+// The driver's prepare-only prefix (k6/driver/mysql PrepareMarker).
+const PREPARE = '/*tbs:prepare*/ ';
 
 export function openDb(o) {
   // One pool per VU limited to one connection: one database connection per VU, as sysbench
@@ -39,21 +48,51 @@ export function errorCode(e) {
   return 'unknown';
 }
 
-// Conn counts queries by kind the way sysbench's driver classifies them: a statement that
-// returned a result set is a read, one that changed rows is a write, anything else (BEGIN,
-// COMMIT, a DELETE that found nothing) is other.
+export function isIgnored(o, code) {
+  return o.mysql_ignore_errors === 'all' || o.mysql_ignore_errors.includes(code);
+}
+
+// Conn is a VU's connection. It counts queries by kind the way sysbench's driver
+// classifies them: a statement that returned a result set is a read, one that changed rows
+// is a write, anything else (BEGIN, COMMIT, a DELETE that found nothing) is other.
 //
 // Reads go through db.exec: the driver reads the whole result set off the wire and discards
 // it, as sysbench's client buffers rows it never looks at, instead of turning every row into
 // a JS object. Every statement sent through read() is a SELECT, which always returns a result
 // set, so it counts as a read.
 export class Conn {
-  constructor(db) {
-    this.db = db;
-    // db.exec looked up once: every property access on a Go object builds a new function.
-    this.ex = db.exec.bind(db);
-    this.r = 0; this.w = 0; this.o = 0; this.tx = 0;
+  constructor(o) {
+    this.o = o;
+    this.db = null;
+    this.ex = null;
+    this.r = 0; this.w = 0; this.o_ = 0; this.tx = 0;
     this.inTx = false;
+  }
+
+  // open drops the current connection (if any) and makes a new pool; the server connection
+  // is made by the first statement (connect()).
+  open() {
+    this.close();
+    this.db = openDb(this.o);
+    // db.exec looked up once: every property access on a Go object builds a new function.
+    this.ex = this.db.exec.bind(this.db);
+    this.inTx = false;
+  }
+
+  close() {
+    if (this.db) {
+      try { this.db.close(); } catch (_) { /* already gone */ }
+    }
+    this.db = null;
+    this.ex = null;
+  }
+
+  // connect opens the server connection and prepares `statements` on it, as sysbench's
+  // thread_init connects and prepares. Throws what the server or the network said.
+  connect(statements) {
+    if (!this.db) this.open();
+    if (statements.length === 0) this.db.query('SELECT 1');
+    for (const s of statements) this.ex(PREPARE + s);
   }
 
   read(q, ...args) { this.ex(q, ...args); this.r++; }
@@ -68,20 +107,22 @@ export class Conn {
 
   write4(q, a, b, c, d) { this.counted(this.ex(q, a, b, c, d)); }
 
-  counted(res) { if (res.rowsAffected() > 0) this.w++; else this.o++; }
+  counted(res) { if (res.rowsAffected() > 0) this.w++; else this.o_++; }
 
   text(q) { this.counted(this.ex(q)); }
 
-  begin() { this.ex('BEGIN'); this.o++; this.inTx = true; }
+  begin() { this.ex('BEGIN'); this.o_++; this.inTx = true; }
 
-  commit() { this.ex('COMMIT'); this.o++; this.inTx = false; }
+  commit() { this.ex('COMMIT'); this.o_++; this.inTx = false; }
 
   // After a failed statement inside a transaction: roll back before the event restarts,
-  // so nothing of the failed attempt is committed by the next BEGIN.
+  // so nothing of the failed attempt is committed by the next BEGIN. (sysbench 1.0.20 does
+  // not roll back: its next BEGIN commits the failed attempt's earlier statements. A
+  // deliberate difference: docs/CONTRACT.md.)
   rollback() {
     if (!this.inTx) return;
     this.inTx = false;
-    try { this.ex('ROLLBACK'); this.o++; } catch (_) { /* the connection is gone */ }
+    try { this.ex('ROLLBACK'); this.o_++; } catch (_) { /* the connection is gone */ }
   }
 
   // flush adds the counts gathered since the last flush to the metrics (events run in
@@ -89,9 +130,9 @@ export class Conn {
   flush() {
     if (this.r) metrics.queries.add(this.r, READ);
     if (this.w) metrics.queries.add(this.w, WRITE);
-    if (this.o) metrics.queries.add(this.o, OTHER);
+    if (this.o_) metrics.queries.add(this.o_, OTHER);
     if (this.tx) metrics.transactions.add(this.tx);
-    this.r = 0; this.w = 0; this.o = 0; this.tx = 0;
+    this.r = 0; this.w = 0; this.o_ = 0; this.tx = 0;
   }
 }
 
@@ -99,102 +140,169 @@ const NO_TAGS = {};
 const READ = { kind: 'read' };
 const WRITE = { kind: 'write' };
 const OTHER = { kind: 'other' };
-// k6/execution builds a new object on every `exec.instance` access; its accessors read live
-// state, so one object per VU serves every call. currentTestRunDuration: ms, ns resolution.
-let instance = null;
-const now = () => (instance || (instance = exec.instance)).currentTestRunDuration;
 
-// runEvent runs one sysbench event to completion: on an ignored error it rolls back and
-// restarts the event (reconnecting first after a lost connection), as sysbench does; any
-// other error aborts the whole test with sysbench's kind of message. `start` is now().
-// Returns the event's end (now()), or -1 when k6 interrupted the event at the end of a step.
-export function runEvent(conn, event, w, o, start) {
+// connectUntil connects `conn` and prepares `statements`, retrying with a short backoff
+// (10 ms doubling to 200 ms, as sysbench's reconnect loop retries) until it works or the
+// clock passes `deadline` (epoch ms). Returns true when connected.
+export function connectUntil(conn, statements, deadline) {
+  let pause = 10;
+  for (;;) {
+    try {
+      conn.open();
+      conn.connect(statements);
+      return true;
+    } catch (e) {
+      if (errorCode(e) === 'canceled') return false;
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      sleep(Math.min(pause, left) / 1000);
+      pause = Math.min(pause * 2, 200);
+    }
+  }
+}
+
+function fatal(o, code, e) {
+  const msg = `error ${code} from ${where(o)}: ${String(e.message || e).replace(/^GoError: /, '')}`;
+  console.error(`FATAL: ${msg}`);
+  exec.test.abort(msg);
+}
+
+// runEvent runs one sysbench event to completion, as sysbench does: an ignored error rolls
+// back and restarts the event and is counted as an error; an ignored lost connection is
+// counted as a reconnect (not an error), the VU reconnects (retrying until `stepEnd` while
+// the server is away) and prepares its statements again, then restarts the event; any other
+// error aborts the whole test with sysbench's kind of message. `start` is when the event
+// began (tbs clock, epoch ms); returns its end, or -1 when it did not finish (k6 stopped the
+// VU, or the step ended while the server was away).
+export function runEvent(conn, event, w, o, start, rec, stepEnd) {
   for (;;) {
     try {
       event(conn, w);
-      const end = now();
       conn.tx++;
-      metrics.latency.add(end - start);
-      return end;
+      return rec.done(start);
     } catch (e) {
       conn.flush();
-      const code = errorCode(e);
+      let code = errorCode(e);
       if (code === 'canceled') return -1;
-      const ignored = o.mysql_ignore_errors === 'all' || o.mysql_ignore_errors.includes(code);
+      if (LOST.has(code)) {
+        if (code === 2003) code = 2013;
+        if (!isIgnored(o, code)) {
+          metrics.errors.add(1, { code: String(code), ignored: 'false' });
+          fatal(o, code, e);
+          return -1;
+        }
+        metrics.reconnects.add(1, NO_TAGS);
+        conn.inTx = false;
+        if (!connectUntil(conn, w.prepared, stepEnd)) return -1;
+        continue; // restart the event on the new connection
+      }
+      const ignored = isIgnored(o, code);
       metrics.errors.add(1, { code: String(code), ignored: String(ignored) });
       if (!ignored) {
-        const msg = `error ${code} from ${where(o)}: ${String(e.message || e).replace(/^GoError: /, '')}`;
-        console.error(`FATAL: ${msg}`);
-        exec.test.abort(msg);
+        fatal(o, code, e);
+        return -1;
       }
       conn.rollback();
-      if (LOST.has(code)) metrics.reconnects.add(1, NO_TAGS);
       // restart the event
     }
   }
 }
 
 // How often a VU running events back to back adds its counts to the metrics (ms).
-export const FLUSH_MS = 200;
+export const FLUSH_MS = CONTRACT.timing.flush_ms;
 // The longest batch of events in one k6 iteration (ms): k6's per-iteration work is spread
 // over thousands of events, and k6's own iteration metrics still tick every second.
-export const BATCH_MS = 1000;
+export const BATCH_MS = CONTRACT.timing.batch_ms;
 
-// runEvents runs events back to back until `until` (epoch ms; at least one event), the
-// way a sysbench thread loops, without k6's per-iteration cost on every event. The query
-// and transaction counts go to the metrics every FLUSH_MS and when it returns, so a
-// caller that ends the batch at a step boundary gets exact counts on each side of it; each
-// event's latency is one sample. Returns false when k6 interrupted an event.
-export function runEvents(conn, event, w, o, until) {
+// runEvents runs events back to back until `until` (epoch ms), the way a sysbench thread
+// loops, without k6's per-iteration cost on every event. The query and transaction counts
+// go to the metrics every FLUSH_MS and when it returns, so a caller that ends the batch at
+// a step boundary gets exact counts on each side of it; each event's latency goes to the
+// recorder. Returns false when an event did not finish.
+export function runEvents(conn, event, w, o, until, rec, stepEnd, now) {
   let t = now();
-  const stop = until - (Date.now() - t); // on the now() clock
+  if (t >= until) return true;
   let flushAt = t + FLUSH_MS;
   do {
-    t = runEvent(conn, event, w, o, t);
+    t = runEvent(conn, event, w, o, t, rec, stepEnd);
     if (t < 0) { conn.flush(); return false; }
     if (t >= flushAt) { conn.flush(); flushAt = t + FLUSH_MS; }
-  } while (t < stop);
+  } while (t < until);
+  conn.flush();
+  return true;
+}
+
+// runQueued is runEvents for rate mode: events come from the step's queue (sysbench's
+// --rate); each is timed from when this VU takes it (service latency, sysbench's figure) and
+// from when it was due (response latency, queue time included). `due` is the VU's
+// { due, done(start) } adapter over the recorder (made once per VU).
+export function runQueued(conn, event, w, o, until, due, stepEnd, queue, now) {
+  let flushAt = now() + FLUSH_MS;
+  for (;;) {
+    const d = queue.take(until);
+    if (d < 0) break;
+    due.due = d;
+    const t = runEvent(conn, event, w, o, now(), due, stepEnd);
+    queue.release();
+    if (t < 0) { conn.flush(); return false; }
+    if (t >= flushAt) { conn.flush(); flushAt = t + FLUSH_MS; }
+  }
   conn.flush();
   return true;
 }
 
 // ---------------------------------------------------------------- thread steps
 
-export const GRACE_S = 3; // a step's in-flight events may finish; the next step starts after
+export const GRACE_S = CONTRACT.timing.grace_s; // a step's in-flight events may finish; the next step starts after
 
-// stepScenarios(o, exec) -> k6 scenarios: one per thread step, run one after another, each
-// `warmup_time + time` long (warm-up first, tagged warmup=true).
+// connectSeconds(threads): the start of each step given to its VUs to connect and prepare
+// their statements before the step's load begins (sysbench's threads do the same in
+// thread_init, before its timer starts).
+export function connectSeconds(threads) {
+  const t = CONTRACT.timing;
+  return t.connect_s + Math.ceil((threads * t.connect_s_per_1000_threads) / 1000);
+}
+
+// stepScenarios(o) -> k6 scenarios: one per thread step, run one after another, each
+// connect + warmup_time + time long. Every VU's first iteration of a step connects, then
+// waits for the step's load to begin: no VU starts a second iteration before all have
+// started their first, so the first iterations' numbers (exec.scenario.iterationInTest, k6
+// counts them across load-generator instances too) are the thread ids 0..threads-1.
 export function stepScenarios(o, fn = 'default') {
   const scenarios = {};
   let offset = 0;
   for (const n of o.threads) {
+    const len = connectSeconds(n) + o.warmup_time + o.time;
     scenarios[`t${n}`] = {
       executor: 'constant-vus', exec: fn, vus: n,
-      duration: `${o.warmup_time + o.time}s`, startTime: `${offset}s`, gracefulStop: `${GRACE_S}s`,
+      duration: `${len}s`, startTime: `${offset}s`, gracefulStop: `${GRACE_S}s`,
       tags: { threads: String(n) },
     };
-    offset += o.warmup_time + o.time + GRACE_S;
+    offset += len + GRACE_S;
   }
   return scenarios;
 }
 
-// The step windows, relative to the start of the scenarios (ms).
+// The step windows, relative to the start of the scenarios (ms): connect (the scenario's
+// start), start (load begins: warm-up, then the measured window), measure_start, measure_end.
 export function stepWindows(o) {
   let offset = 0;
   return o.threads.map((n) => {
-    const w = { threads: n, start: offset, measure_start: offset + o.warmup_time * 1000 };
+    const c = connectSeconds(n) * 1000;
+    const w = { threads: n, connect: offset, start: offset + c, measure_start: offset + c + o.warmup_time * 1000 };
     w.measure_end = w.measure_start + o.time * 1000;
-    offset += (o.warmup_time + o.time + GRACE_S) * 1000;
+    offset = w.measure_end + GRACE_S * 1000;
     return w;
   });
 }
 
 // Submetrics per step (thresholds without conditions make k6 track them for the summary).
+// Latency is not among them: the step's histogram (k6/x/tbs) has it.
 export function stepThresholds(o) {
   const th = {};
   for (const n of o.threads) {
     const sel = `threads:${n},warmup:false`;
-    for (const m of ['oltp_queries', 'oltp_transactions', 'oltp_errors', 'oltp_reconnects', 'oltp_latency']) th[`${m}{${sel}}`] = [];
+    for (const m of ['oltp_queries', 'oltp_transactions', 'oltp_errors', 'oltp_reconnects']) th[`${m}{${sel}}`] = [];
     for (const k of ['read', 'write', 'other']) th[`oltp_queries{${sel},kind:${k}}`] = [];
   }
   return th;
@@ -258,6 +366,35 @@ export function globalVariables(db) {
     out['(error)'] = String(e.message || e);
   }
   return out;
+}
+
+// instanceOf(options) -> this process' place among the load generators of one run, from
+// k6's execution segments (`--execution-segment`, `--execution-segment-sequence`, as
+// `scripts/k6 run --instances N` and k6-operator pass them) and the `instance_id` tag:
+// { id, instances, lane (the segment's index), segment, sequence }. A lone process is
+// instance "0" of 1.
+export function instanceOf(options) {
+  const tags = (options && options.tags) || {};
+  const segment = options && options.executionSegment ? String(options.executionSegment) : '';
+  const sequence = options && options.executionSegmentSequence ? String(options.executionSegmentSequence) : '';
+  let lane = 0;
+  let instances = 1;
+  if (sequence) {
+    const points = sequence.split(',').map((x) => x.trim());
+    instances = Math.max(1, points.length - 1);
+    const from = segment.split(':')[0];
+    const value = (x) => { const [a, b] = String(x).split('/').map(Number); return b ? a / b : Number(a); };
+    const i = points.findIndex((p) => Math.abs(value(p) - value(from || '0')) < 1e-9);
+    lane = i >= 0 ? i : 0;
+  } else if (segment) {
+    const [from, to] = segment.split(':');
+    const value = (x) => { const [a, b] = String(x).split('/').map(Number); return b ? a / b : Number(a); };
+    const len = value(to || '1') - value(from || '0');
+    instances = len > 0 ? Math.round(1 / len) : 1;
+    lane = Math.round(value(from || '0') * instances);
+  }
+  const id = tags.instance_id !== undefined ? String(tags.instance_id) : String(lane);
+  return { id, instances, lane, segment, sequence };
 }
 
 // hostFacts: the load generator's CPU model, cores and memory, and k6's version. k6 cannot

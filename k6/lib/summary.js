@@ -1,90 +1,165 @@
 // The end of a run: a sysbench-style summary per thread step on stdout, and the run's JSON
 // summary (options without the password, versions, step windows, per-step figures) under
-// <results_dir>/<testid>.json for reports.
+// <results_dir>/<testid>.json for reports (<testid>.instance-<id>.json for one load
+// generator of several: scripts/k6 merges them).
+//
+// Per step: counts from k6's counters; rates divided by the step's measured elapsed time
+// (from the start of its measured window to the end of its last event, at least its planned
+// length, as sysbench divides by its run's total time); latency from the step's sysbench
+// histogram (k6/x/tbs: 1,024 log buckets, nearest rank), with `percentile` (sysbench's
+// option, default 95) plus p50, p99 and max.
 import { stepWindows } from './runner.js';
 
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
+
+export function histName(testid, threads, kind = '') {
+  return `${testid}/t${threads}${kind ? `/${kind}` : ''}`;
+}
 
 function val(data, name, stat) {
   const m = data.metrics[name];
   return m && m.values && m.values[stat] !== undefined ? m.values[stat] : 0;
 }
 
-export function stepFigures(data, o) {
+// latencyFigures(h, o) -> { min, avg, max, p50, p95, p99, pct, pct_value } (ms) from a tbs
+// histogram and its snapshot.
+function latencyFigures(h, snap, o) {
+  const n = snap.count;
+  const pct = (p) => (n ? h.percentile(p) : 0);
+  return {
+    min: snap.min, avg: n ? snap.sum_ms / n : 0, max: snap.max,
+    p50: pct(50), p95: pct(95), p99: pct(99), pct: o.percentile, pct_value: o.percentile ? pct(o.percentile) : null,
+  };
+}
+
+export function stepFigures(data, o, tbs, endedAt) {
   const windows = stepWindows(o);
-  const start = data.setup_data ? data.setup_data.run_start : null;
-  return windows.map((win) => {
+  const sd = data.setup_data || {};
+  const marks = tbs.marks();
+  const out = [];
+  for (const win of windows) {
+    const name = histName(sd.testid, win.threads);
+    const scenarioStart = marks[`${name}/scenario_start`];
+    const base = scenarioStart !== undefined ? scenarioStart - win.connect : sd.run_start;
+    const window = {
+      step_start: base + win.start, measure_start: base + win.measure_start, measure_end: base + win.measure_end,
+    };
+    if (scenarioStart === undefined && endedAt < window.step_start) continue; // never started
     const sel = `threads:${win.threads},warmup:false`;
     const q = (k) => val(data, `oltp_queries{${sel},kind:${k}}`, 'count');
-    const lat = `oltp_latency{${sel}}`;
+    const h = tbs.histogram(name);
+    const snap = h.snapshot();
+    const interrupted = endedAt < window.measure_end - 500;
+    const lastEnd = snap.last_end || 0;
+    const end = interrupted ? Math.max(lastEnd, window.measure_start) : Math.max(lastEnd, window.measure_end);
+    const elapsed = Math.max(0, end - window.measure_start) / 1000;
     const s = {
       threads: win.threads,
       seconds: o.time,
+      elapsed_s: elapsed,
       queries: { read: q('read'), write: q('write'), other: q('other'), total: val(data, `oltp_queries{${sel}}`, 'count') },
       transactions: val(data, `oltp_transactions{${sel}}`, 'count'),
       errors: val(data, `oltp_errors{${sel}}`, 'count'),
       reconnects: val(data, `oltp_reconnects{${sel}}`, 'count'),
-      latency_ms: {
-        min: val(data, lat, 'min'), avg: val(data, lat, 'avg'), max: val(data, lat, 'max'),
-        p95: val(data, lat, 'p(95)'), p99: val(data, lat, 'p(99)'),
-      },
+      latency_ms: latencyFigures(h, snap, o),
+      histogram: histogramData(snap),
+      vus_ready: tbs.counter(`${name}/ready`).get(),
+      max_gap_s: (snap.max_gap_ms || 0) / 1000,
+      max_gap_start: snap.max_gap_start || null,
+      window,
     };
-    s.qps = s.queries.total / o.time;
-    s.tps = s.transactions / o.time;
-    if (start) {
-      s.window = {
-        step_start: start + win.start, measure_start: start + win.measure_start, measure_end: start + win.measure_end,
-      };
+    if (interrupted) s.interrupted = true;
+    s.qps = elapsed > 0 ? s.queries.total / elapsed : 0;
+    s.tps = elapsed > 0 ? s.transactions / elapsed : 0;
+    const cpu0 = marks[`${name}/cpu_start`];
+    const cpu1 = marks[`${name}/cpu_end`];
+    if (cpu0 !== undefined && cpu1 !== undefined) s.client_cpu_s = cpu1 - cpu0;
+    if (o.rate) {
+      const rh = tbs.histogram(histName(sd.testid, win.threads, 'response'));
+      const rsnap = rh.snapshot();
+      s.response_latency_ms = latencyFigures(rh, rsnap, o);
+      s.response_histogram = histogramData(rsnap);
+      const qs = tbs.queue(`${sd.testid}/t${win.threads}/queue`, o.rate, 0, 0, 1).stats();
+      s.rate = { requested: o.rate, backlog_at_end: qs.length, dropped: qs.dropped, taken: qs.taken };
     }
-    return s;
-  });
+    out.push(s);
+  }
+  return out;
+}
+
+function histogramData(snap) {
+  return {
+    scheme: snap.scheme, buckets: snap.buckets, min_ms: snap.min_ms, max_ms: snap.max_ms,
+    count: snap.count, sum_ms: snap.sum_ms, min: snap.min, max: snap.max, counts: snap.counts,
+  };
 }
 
 export function summaryText(steps, o, sd) {
   const lines = [];
+  const pctLabel = o.percentile ? `${o.percentile}th percentile` : 'percentile';
   lines.push('');
-  lines.push(`SQL statistics (${o.workload}, testid ${sd ? sd.testid : '?'}, version ${sd ? sd.version : '?'}):`);
+  lines.push(`SQL statistics (${o.workload}, testid ${sd ? sd.testid : '?'}, version ${sd ? sd.version : '?'}` +
+    `${sd && sd.instances > 1 ? `, instance ${sd.instance_id} of ${sd.instances}` : ''}):`);
   for (const s of steps) {
-    lines.push(`  threads: ${s.threads}   measured: ${s.seconds}s${o.warmup_time ? ` after ${o.warmup_time}s warm-up` : ''}`);
+    const l = s.latency_ms;
+    lines.push(`  threads: ${s.threads}   measured: ${fmt(s.elapsed_s, 3)}s of ${s.seconds}s planned` +
+      `${o.warmup_time ? ` after ${o.warmup_time}s warm-up` : ''}${s.interrupted ? '   INTERRUPTED' : ''}` +
+      `${s.vus_ready !== undefined ? `   connected: ${s.vus_ready}` : ''}`);
     lines.push(`    queries performed:  read: ${s.queries.read}  write: ${s.queries.write}  other: ${s.queries.other}  total: ${s.queries.total}`);
     lines.push(`    transactions:       ${s.transactions}  (${fmt(s.tps)} per sec.)`);
     lines.push(`    queries:            ${s.queries.total}  (${fmt(s.qps)} per sec.)`);
-    lines.push(`    ignored errors:     ${s.errors}  (${fmt(s.errors / s.seconds)} per sec.)`);
-    lines.push(`    reconnects:         ${s.reconnects}  (${fmt(s.reconnects / s.seconds)} per sec.)`);
-    lines.push(`    latency (ms):       min: ${fmt(s.latency_ms.min)}  avg: ${fmt(s.latency_ms.avg)}  max: ${fmt(s.latency_ms.max)}  95th percentile: ${fmt(s.latency_ms.p95)}`);
+    lines.push(`    ignored errors:     ${s.errors}  (${fmt(s.elapsed_s ? s.errors / s.elapsed_s : 0)} per sec.)`);
+    lines.push(`    reconnects:         ${s.reconnects}  (${fmt(s.elapsed_s ? s.reconnects / s.elapsed_s : 0)} per sec.)`);
+    lines.push(`    latency (ms):       min: ${fmt(l.min)}  avg: ${fmt(l.avg)}  max: ${fmt(l.max)}  ${pctLabel}: ${fmt(l.pct_value)}` +
+      `  (p50: ${fmt(l.p50)}  p99: ${fmt(l.p99)})`);
+    if (s.max_gap_s >= 1) lines.push(`    longest time without a finished event: ${fmt(s.max_gap_s, 1)}s`);
+    if (s.rate) {
+      const r = s.response_latency_ms;
+      lines.push(`    rate:               requested ${s.rate.requested}/s, achieved ${fmt(s.tps)}/s` +
+        `${s.rate.backlog_at_end || s.rate.dropped ? `  NOT KEPT: ${s.rate.backlog_at_end} events still queued at the end, ${s.rate.dropped} dropped (queue full)` : ''}`);
+      lines.push(`    response time (ms): min: ${fmt(r.min)}  avg: ${fmt(r.avg)}  max: ${fmt(r.max)}  ${pctLabel}: ${fmt(r.pct_value)}  (queue time included)`);
+    }
   }
   lines.push('');
-  lines.push('| Threads | QPS | TPS | 95% latency (ms) | avg latency (ms) | errors |');
-  lines.push('| ---: | ---: | ---: | ---: | ---: | ---: |');
+  lines.push(`| Threads | QPS | TPS | ${o.percentile || 95}% latency (ms) | avg latency (ms) | errors | reconnects |`);
+  lines.push('| ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const s of steps) {
-    lines.push(`| ${s.threads} | ${fmt(s.qps)} | ${fmt(s.tps)} | ${fmt(s.latency_ms.p95)} | ${fmt(s.latency_ms.avg)} | ${s.errors} |`);
+    lines.push(`| ${s.threads} | ${fmt(s.qps)} | ${fmt(s.tps)} | ${fmt(s.latency_ms.pct_value)} | ${fmt(s.latency_ms.avg)} | ${s.errors} | ${s.reconnects} |`);
   }
   lines.push('');
   return lines.join('\n');
 }
 
-export function summarize(data, o) {
+export function summarize(data, o, tbs) {
   const sd = data.setup_data || null;
-  if (!sd) return { stdout: '' }; // setup failed: its error says why; there is nothing to sum up
-  const steps = stepFigures(data, o);
+  if (!sd || !sd.testid) return { stdout: '' }; // setup failed: its error says why; there is nothing to sum up
+  const endedAt = Date.now();
+  const steps = stepFigures(data, o, tbs, endedAt);
   const opts = { ...o };
   delete opts.mysql_password;
+  delete opts.help;
   const out = {
-    testid: sd ? sd.testid : o.testid,
+    testid: sd.testid,
     workload: o.workload,
     target: { host: o.mysql_host, port: o.mysql_port, user: o.mysql_user, db: o.mysql_db },
-    version: sd ? sd.version : o.version,
-    version_full: sd ? sd.version_full : '',
-    product: sd ? sd.product : '',
-    run_start: sd ? sd.run_start : null,
-    run_end: Date.now(),
+    version: sd.version,
+    version_full: sd.version_full,
+    product: sd.product,
+    run_start: sd.run_start,
+    run_end: endedAt,
     options: opts,
-    target_variables: sd ? sd.variables : {},
-    load_generator: sd ? sd.host : {},
+    target_variables: sd.variables,
+    load_generator: sd.host,
+    latency_method: `sysbench 1.0.20 histogram (1024 log buckets, 0.001 ms to 100 s, nearest rank), per step`,
     steps,
     k6: { test_run_duration_ms: data.state.testRunDurationMs },
   };
+  if (steps.length < o.threads.length || steps.some((s) => s.interrupted)) out.interrupted = true;
+  if (sd.instance_tagged || sd.instances > 1) {
+    out.instance = { id: sd.instance_id, segment: sd.segment, sequence: sd.sequence, lane: sd.lane, instances: sd.instances };
+  }
   const files = { stdout: summaryText(steps, o, sd) };
-  if (out.testid) files[`${o.results_dir}/${out.testid}.json`] = JSON.stringify(out, null, 2);
+  const file = out.instance ? `${sd.testid}.instance-${sd.instance_id}.json` : `${sd.testid}.json`;
+  files[`${o.results_dir}/${file}`] = JSON.stringify(out, null, 2);
   return files;
 }

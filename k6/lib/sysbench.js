@@ -86,25 +86,6 @@ function inTrx(body) {
   };
 }
 
-// sysbench.rand.unique(): a permutation of 32-bit indices (preshing's RandomSequence), so
-// distinct indices give distinct ids. Each VU draws from its own slice of indices.
-const PRIME = 4294967291;
-function permute(x) {
-  if (x >= PRIME) return x;
-  const residue = Number((BigInt(x) * BigInt(x)) % BigInt(PRIME));
-  return x <= PRIME / 2 ? residue : PRIME - residue;
-}
-// `slot` (the VU number) gives each VU its own run of 2^22 indices.
-export function uniqueSequence(seedIndex, seedOffset, slot) {
-  let index = (permute((permute(seedIndex >>> 0) + 0x682f0161) >>> 0) + slot * 4194304) >>> 0;
-  const offset = permute((permute(seedOffset >>> 0) + 0x46790905) >>> 0);
-  return () => {
-    const i = index;
-    index = (index + 1) >>> 0;
-    return permute((((permute(i) + offset) >>> 0) ^ 0x5bf03635) >>> 0);
-  };
-}
-
 export const EVENTS = {
   oltp_point_select: (conn, w) => pointSelects(conn, w),
   oltp_read_only: inTrx((conn, w) => { pointSelects(conn, w); rangeSelects(conn, w); }),
@@ -121,53 +102,99 @@ export const EVENTS = {
     const k = w.rand.def(1, w.o.table_size);
     const c = w.rand.string(C_TEMPLATE);
     const pad = w.rand.string(PAD_TEMPLATE);
-    const id = w.o.auto_inc ? 0 : w.unique() - 2147483648;
+    const id = w.o.auto_inc ? 0 : w.unique.next() - 2147483648;
     conn.text(`INSERT INTO ${table} (id, k, c, pad) VALUES (${id}, ${k}, '${c}', '${pad}')`);
   },
+  // select_random_*: each thread draws from its own slice of k values, [rmin, rmax] with
+  // rmin = trunc(rlen * thread_id), rmax = trunc(rlen * thread_id + rlen) where rlen =
+  // table_size / threads: sysbench computes them in Lua doubles and sb_rand() takes
+  // uint32_t arguments, which truncates them (workState).
   select_random_points: (conn, w) => {
     const args = new Array(w.o.random_points);
-    const rmin = w.rlen * w.threadId;
-    for (let i = 0; i < args.length; i++) args[i] = w.rand.def(rmin, rmin + w.rlen);
+    for (let i = 0; i < args.length; i++) args[i] = w.rand.def(w.rmin, w.rmax);
     conn.read(w.randomPointsSql, ...args);
   },
   select_random_ranges: (conn, w) => {
     const args = new Array(w.o.number_of_ranges * 2);
-    const rmin = w.rlen * w.threadId;
     for (let i = 0; i < args.length; i += 2) {
-      const v = w.rand.def(rmin, rmin + w.rlen);
+      const v = w.rand.def(w.rmin, w.rmax);
       args[i] = v; args[i + 1] = v + w.o.delta;
     }
     conn.read(w.randomRangesSql, ...args);
   },
   bulk_insert: (conn, w) => {
-    // sysbench's bulk_insert_next(): append a row; send when the statement reaches the
-    // packet limit. The rest is sent when the VU stops (flushBulk).
+    // sysbench's bulk_insert_next() (db_driver.c): a row joins the statement unless the
+    // statement would then pass the packet limit (512 KiB, counting the row, its comma and
+    // the terminating NUL), in which case the statement is sent first. The rest is sent at
+    // the end of the step (flushBulk), as sysbench's thread_done does.
     w.bulkSize += 1;
-    w.bulkRows.push(`(${w.bulkSize},${w.bulkSize})`);
-    w.bulkBytes += 12;
-    if (w.bulkBytes >= BULK_PACKET || (w.flushAfter && Date.now() >= w.flushAfter)) flushBulk(conn, w);
+    const row = `(${w.bulkSize},${w.bulkSize})`;
+    if (w.bulkLen + row.length + 1 + (w.bulkRows.length > 0 ? 1 : 0) > BULK_PACKET) flushBulk(conn, w);
+    w.bulkLen += row.length + (w.bulkRows.length > 0 ? 1 : 0);
+    w.bulkRows.push(row);
   },
 };
 
-const BULK_PACKET = 512 * 1024;
+export const BULK_PACKET = 512 * 1024;
 export function flushBulk(conn, w) {
   if (!w.bulkRows || w.bulkRows.length === 0) return;
-  const sql = `INSERT INTO sbtest${w.threadId + 1} VALUES${w.bulkRows.join(',')}`;
-  w.bulkRows = []; w.bulkBytes = 0;
+  const sql = w.bulkPrefix + w.bulkRows.join(',');
+  w.bulkRows = []; w.bulkLen = w.bulkPrefix.length;
   conn.text(sql);
 }
 
-// Per-VU workload state.
+// The statements a workload runs with arguments, per table: what sysbench's
+// prepare_statements() prepares in thread_init (only those with a non-zero count).
+export function preparedStatements(o) {
+  const keys = [];
+  const add = (k, n) => { if (n > 0) keys.push(k); };
+  const ranges = () => {
+    if (!o.range_selects) return;
+    add('simple_ranges', o.simple_ranges); add('sum_ranges', o.sum_ranges);
+    add('order_ranges', o.order_ranges); add('distinct_ranges', o.distinct_ranges);
+  };
+  const writes = () => {
+    add('index_updates', o.index_updates); add('non_index_updates', o.non_index_updates);
+    if (o.delete_inserts > 0) keys.push('deletes', 'inserts');
+  };
+  switch (o.workload) {
+    case 'oltp_point_select': keys.push('point_selects'); break;
+    case 'oltp_read_only': add('point_selects', o.point_selects); ranges(); break;
+    case 'oltp_read_write': add('point_selects', o.point_selects); ranges(); writes(); break;
+    case 'oltp_write_only': writes(); break;
+    case 'oltp_update_index': add('index_updates', o.index_updates); break;
+    case 'oltp_update_non_index': add('non_index_updates', o.non_index_updates); break;
+    case 'oltp_delete': keys.push('deletes'); break;
+    case 'select_random_points': return [randomPointsSql(o)];
+    case 'select_random_ranges': return [randomRangesSql(o)];
+    default: return []; // oltp_insert and bulk_insert send plain text, as sysbench does
+  }
+  const out = [];
+  for (let t = 1; t <= o.tables; t++) for (const k of keys) out.push(SQL[k].replace('%u', String(t)));
+  return out;
+}
+
+function randomPointsSql(o) {
+  return `SELECT id, k, c, pad FROM sbtest1 WHERE k IN (${Array(o.random_points).fill('?').join(', ')})`;
+}
+
+function randomRangesSql(o) {
+  return `SELECT count(k) FROM sbtest1 WHERE ${Array(o.number_of_ranges).fill('k BETWEEN ? AND ?').join(' OR ')}`;
+}
+
+// Per-VU workload state for one step: thread `threadId` of `threads`.
 export function workState(o, rand, threadId, threads) {
+  const rlen = o.table_size / threads;
   const w = {
     o, rand, st: statements(o.tables), threadId,
     pointSelects: o.workload === 'oltp_point_select' ? 1 : o.point_selects,
-    rlen: o.table_size / threads,
-    bulkRows: [], bulkBytes: 0, bulkSize: 0,
+    rmin: Math.trunc(rlen * threadId), rmax: Math.trunc(rlen * threadId + rlen),
+    bulkRows: [], bulkSize: 0, bulkPrefix: `INSERT INTO sbtest${threadId + 1} VALUES`,
+    prepared: preparedStatements(o),
   };
-  const q = (n) => Array(n).fill('?').join(', ');
-  w.randomPointsSql = `SELECT id, k, c, pad FROM sbtest1 WHERE k IN (${q(o.random_points)})`;
-  w.randomRangesSql = `SELECT count(k) FROM sbtest1 WHERE ${Array(o.number_of_ranges).fill('k BETWEEN ? AND ?').join(' OR ')}`;
+  w.bulkLen = w.bulkPrefix.length;
+  w.randomPointsSql = randomPointsSql(o);
+  w.randomRangesSql = randomRangesSql(o);
   return w;
 }
 

@@ -7,6 +7,7 @@ import (
 
 	_ "github.com/grafana/xk6-sql"       // k6/x/sql
 	_ "tidb-bench-stack/k6/driver/mysql" // k6/x/sql/driver/mysql
+	_ "tidb-bench-stack/k6/ext/tbs"      // k6/x/tbs
 )
 
 func main() {

@@ -23,10 +23,15 @@ package mysql
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"net"
+	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +47,12 @@ const DriverName = "tbs-mysql"
 
 // ImportPath is the JS import path, the same as the official driver module's.
 const ImportPath = "k6/x/sql/driver/mysql"
+
+// PrepareMarker: `db.exec(PrepareMarker + sql)` without arguments prepares sql on the
+// connection (into its statement cache) without executing it, as sysbench prepares its
+// statements when a thread starts. On the official driver the same call sends the text,
+// whose `?` placeholders make it a syntax error: nothing is executed there either.
+const PrepareMarker = "/*tbs:prepare*/ "
 
 // maxCachedStmts bounds the prepared statements kept per connection (sysbench prepares
 // fewer than 20 per connection; MySQL's max_prepared_stmt_count is server-wide).
@@ -76,9 +87,23 @@ func (d *Driver) Open(dsn string) (driver.Conn, error) {
 
 // OpenConnector implements driver.DriverContext.
 func (d *Driver) OpenConnector(dsn string) (driver.Connector, error) {
+	dsn, caFile := takeParam(dsn, "tbs_ssl_ca")
 	cfg, err := gomysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, err
+	}
+	if caFile != "" {
+		// TLS verified against the given CA (the script's mysql_ssl=verify, mysql_ssl_ca)
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("mysql_ssl_ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("mysql_ssl_ca: no PEM certificate in %s", caFile)
+		}
+		host, _, _ := net.SplitHostPort(cfg.Addr)
+		cfg.TLS = &tls.Config{RootCAs: pool, ServerName: host, MinVersion: tls.VersionTLS12}
 	}
 	// Our dialer hands the socket to the Conn being opened (see Conn.ExecContext).
 	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -103,6 +128,30 @@ func (d *Driver) OpenConnector(dsn string) (driver.Connector, error) {
 }
 
 type socketKey struct{}
+
+// takeParam removes the DSN parameter `name` (ours, unknown to go-sql-driver, which would
+// send it to the server as a session variable) and returns its unescaped value.
+func takeParam(dsn, name string) (string, string) {
+	q := strings.IndexByte(dsn, '?')
+	if q < 0 {
+		return dsn, ""
+	}
+	var keep []string
+	value := ""
+	for _, kv := range strings.Split(dsn[q+1:], "&") {
+		if k, v, _ := strings.Cut(kv, "="); k == name {
+			if u, err := url.QueryUnescape(v); err == nil {
+				value = u
+			}
+			continue
+		}
+		keep = append(keep, kv)
+	}
+	if len(keep) == 0 {
+		return dsn[:q], value
+	}
+	return dsn[:q+1] + strings.Join(keep, "&"), value
+}
 
 type connector struct {
 	inner driver.Connector
@@ -232,6 +281,12 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if c.lost || c.canceled {
 		return nil, errLostInTx
+	}
+	if len(args) == 0 && strings.HasPrefix(query, PrepareMarker) {
+		// prepare only (sysbench's thread_init prepares its statements before the run)
+		_, err := c.stmt(ctx, query[len(PrepareMarker):])
+		c.lastUse = time.Now()
+		return driver.RowsAffected(0), err
 	}
 	run := ctx
 	var stop func() bool
