@@ -1,0 +1,964 @@
+"""Fault injection for tidb-bench-stack: a private copy of the local stack's servers (same
+binaries: bin/tidb-server, Debian's mariadbd, bin/prometheus, bin/loki, bin/promtail) on free
+ports of 127.0.0.1, with data, logs and a generated password under one folder, so a fault
+(kill -9, a network cut, a stopped server) never disturbs the stack that benchmarks and other
+tests use. Used by scripts/faults (the README's table) and tests/test_faults.py.
+
+    sb = Sandbox(Path("/tmp/x"), services=("tidb", "prometheus"))
+    sb.start_all()
+    run = sb.k6_run("tidb", threads="4", time=20, faults=[At(6, sb.kill, "tidb"), At(11, sb.start, "tidb")])
+    sb.close()
+
+Secrets: the password is passed to k6 and to the SQL client in the environment (never as an
+argument), to sysbench in a mode-600 config file; the folder is mode 700.
+"""
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+STATE = Path(os.environ.get("TBS_STATE", ROOT / ".stack"))
+HOST = "127.0.0.1"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def http_ok(url, timeout=2):
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def http_json(url, timeout=10):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return json.load(r)
+
+
+def proc_rss_kb(pid):
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def proc_fds(pid):
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0
+
+
+def tcp_connections(pid=None, port=None):
+    """Established TCP connections of a process (by pid) or to a local port."""
+    args = ["ss", "-tnpH", "state", "established"]
+    out = subprocess.run(args, capture_output=True, text=True).stdout.splitlines()
+    n = 0
+    for line in out:
+        if pid is not None and f"pid={pid}," not in line:
+            continue
+        if port is not None and not re.search(rf"\s{re.escape(HOST)}:{port}\s", line + " "):
+            continue
+        n += 1
+    return n
+
+
+class Server:
+    """One server process of the sandbox: started detached (own session), logs to a file."""
+
+    def __init__(self, name, argv, ready, log, env=None, cwd=None, ready_timeout=120, after_start=None):
+        self.name, self.argv, self.ready, self.log = name, argv, ready, log
+        self.env, self.cwd, self.ready_timeout, self.after_start = env, cwd, ready_timeout, after_start
+        self.proc = None
+        self.started_at = self.stopped_at = None
+
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc and self.proc.poll() is None else None
+
+    def start(self):
+        if self.pid:
+            return self
+        e = dict(os.environ)
+        e.update(self.env or {})
+        with open(self.log, "ab") as logf:
+            self.proc = subprocess.Popen(self.argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         env=e, cwd=self.cwd, start_new_session=True)
+        deadline = time.time() + self.ready_timeout
+        while not self.ready():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited {self.proc.returncode} while starting: "
+                                   f"{Path(self.log).read_text(errors='replace')[-2000:]}")
+            if time.time() > deadline:
+                raise RuntimeError(f"{self.name} was not ready within {self.ready_timeout}s (log {self.log})")
+            time.sleep(0.2)
+        if self.after_start:
+            self.after_start()
+        self.started_at = time.time()
+        return self
+
+    def kill(self):
+        """kill -9, as a crash."""
+        if self.pid:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.stopped_at = time.time()
+
+    def stop(self, timeout=60):
+        if self.pid:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.stopped_at = time.time()
+
+
+class CutProxy:
+    """A TCP proxy on 127.0.0.1 in front of a server. drop(seconds) is a network failure:
+    every connection through it is cut at once and new ones are refused (the listening socket
+    is closed) for that long, then it listens again on the same port."""
+
+    def __init__(self, target_port):
+        self.target = target_port
+        self.port = free_port()
+        self.pairs = []
+        self.lock = threading.Lock()
+        self.srv = None
+        self.closed = False
+        self._listen()
+
+    def _listen(self):
+        self.srv = socket.socket()
+        self.srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.srv.bind((HOST, self.port))
+        self.srv.listen(512)
+        threading.Thread(target=self._accept, args=(self.srv,), daemon=True).start()
+
+    def _accept(self, srv):
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            try:
+                u = socket.create_connection((HOST, self.target), timeout=5)
+                u.settimeout(None)
+            except OSError:
+                c.close()
+                continue
+            with self.lock:
+                self.pairs.append((c, u))
+            for a, b in ((c, u), (u, c)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(a, b):
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self):
+        with self.lock:
+            pairs, self.pairs = self.pairs, []
+        for c, u in pairs:
+            for s in (c, u):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                    s.close()
+                except OSError:
+                    pass
+        return len(pairs)
+
+    def refuse(self):
+        self.srv.close()
+
+    def listen(self):
+        if not self.closed:
+            self._listen()
+
+    def drop(self, seconds):
+        self.refuse()
+        n = self.cut()
+        time.sleep(seconds)
+        self.listen()
+        return n
+
+    def close(self):
+        self.closed = True
+        self.srv.close()
+        self.cut()
+
+
+@dataclass
+class At:
+    """A fault action at `t` seconds after the run's measured window starts."""
+    t: float
+    fn: object
+    args: tuple = ()
+    name: str = ""
+
+    def __init__(self, t, fn, *args, name=""):
+        self.t, self.fn, self.args = t, fn, args
+        self.name = name or f"{getattr(fn, '__name__', 'action')} {' '.join(map(str, args))}".strip()
+
+
+@dataclass
+class RunResult:
+    returncode: int
+    output: str
+    testid: str
+    summary: dict
+    started: float  # epoch s when the run's first step began (from the manifest when known)
+    ended: float  # epoch s when the k6 process ended
+    events: list = field(default_factory=list)  # [(epoch s, name)] of the fault actions
+    samples: list = field(default_factory=list)  # resource samples (soak)
+    k6_pid: int = 0
+
+    def event_time(self, name):
+        return next(t for t, n in self.events if n.startswith(name))
+
+
+class Sandbox:
+    def __init__(self, base, services=("tidb", "mariadb", "prometheus"), mariadb_tls=False):
+        self.base = Path(base)
+        self.base.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.base, 0o700)
+        for d in ("logs", "data", "run", "results", "k6logs"):
+            (self.base / d).mkdir(exist_ok=True)
+        pw_file = self.base / "password"
+        if not pw_file.exists():
+            fd = os.open(pw_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.write(fd, secrets.token_urlsafe(18).encode())
+            os.close(fd)
+        self.password = pw_file.read_text().strip()
+        self.results = self.base / "results"
+        self.k6logs = self.base / "k6logs"
+        (self.k6logs / "k6.log").touch()  # promtail is ready once the file it follows exists
+        self.mariadb_tls = mariadb_tls
+        self.ports = {}
+        self.servers = {}
+        self.proxies = []
+        for s in services:
+            self.servers[s] = getattr(self, f"_{s}")()
+
+    # ------------------------------------------------------------------ servers
+    def _port(self, name):
+        self.ports[name] = self.ports.get(name) or free_port()
+        return self.ports[name]
+
+    def _tidb(self):
+        port, status = self._port("tidb"), self._port("tidb_status")
+        d = self.base / "data/tidb"
+        (self.base / "tmp/tidb").mkdir(parents=True, exist_ok=True)
+        argv = [str(ROOT / "bin/tidb-server"), "--store=unistore", f"--path={d}", f"--host={HOST}", "-P", str(port),
+                f"--status={status}", f"--status-host={HOST}", f"--advertise-address={HOST}", "-L=warn",
+                f"--log-file={self.base / 'logs/tidb.log'}", f"--socket={self.base / 'run/tidb.sock'}",
+                f"--temp-dir={self.base / 'tmp/tidb'}"]
+
+        def ready():
+            return http_ok(f"http://{HOST}:{status}/status") and self._sql_ok("tidb")
+        return Server("tidb", argv, ready, self.base / "logs/tidb.out", cwd=self.base,
+                      after_start=lambda: self._users("tidb"))
+
+    def _mariadb(self):
+        port = self._port("mariadb")
+        d = self.base / "data/mariadb"
+        sock = self.base / "run/mariadb.sock"
+        user = subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
+        argv = ["mariadbd", "--no-defaults", f"--datadir={d}", f"--user={user}", f"--bind-address={HOST}",
+                f"--port={port}", f"--socket={sock}", f"--pid-file={self.base / 'run/mariadbd.pid'}",
+                f"--log-error={self.base / 'logs/mariadb.log'}", "--skip-name-resolve", "--max-connections=1000",
+                "--innodb-buffer-pool-size=128M", "--innodb-flush-log-at-trx-commit=2"]
+        if self.mariadb_tls:
+            tls = STATE / "tls"
+            argv += [f"--ssl-ca={tls / 'ca.pem'}", f"--ssl-cert={tls / 'server.pem'}", f"--ssl-key={tls / 'server-key.pem'}"]
+
+        def ready():
+            if not (d / "mysql").is_dir():
+                return False
+            return subprocess.run(["mariadb", f"--socket={sock}", "-uroot", "-N", "-B", "-e", "SELECT 1"],
+                                  capture_output=True).returncode == 0
+        srv = Server("mariadb", argv, ready, self.base / "logs/mariadb.out", cwd=self.base,
+                     after_start=lambda: self._users("mariadb"))
+        orig = srv.start
+
+        def start():
+            if not (d / "mysql").is_dir():
+                d.mkdir(parents=True, exist_ok=True)
+                subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={d}", f"--user={user}",
+                                "--auth-root-authentication-method=socket", "--skip-test-db"],
+                               check=True, capture_output=True)
+            return orig()
+        srv.start = start
+        return srv
+
+    def _prometheus(self):
+        port = self._port("prometheus")
+        cfg = self.base / "prometheus.yml"
+        cfg.write_text("global:\n  scrape_interval: 5s\n")
+        argv = [str(ROOT / "bin/prometheus"), f"--config.file={cfg}", f"--storage.tsdb.path={self.base / 'data/prometheus'}",
+                f"--web.listen-address={HOST}:{port}", "--web.enable-remote-write-receiver"]
+        return Server("prometheus", argv, lambda: http_ok(f"http://{HOST}:{port}/-/ready"),
+                      self.base / "logs/prometheus.log", ready_timeout=90)
+
+    def _loki(self):
+        port, grpc = self._port("loki"), self._port("loki_grpc")
+        argv = [str(ROOT / "bin/loki"), f"-config.file={ROOT / 'loki/loki.yaml'}", "-config.expand-env=true",
+                f"-server.http-listen-port={port}", f"-server.grpc-listen-port={grpc}"]
+        return Server("loki", argv, lambda: http_ok(f"http://{HOST}:{port}/ready"), self.base / "logs/loki.log",
+                      env={"LOKI_DATA": str(self.base / "data/loki"), "LOKI_LISTEN": HOST}, ready_timeout=120)
+
+    def _promtail(self):
+        port = self._port("promtail")
+        cfg = self.base / "promtail.yaml"
+        cfg.write_text(f"""server:
+  http_listen_address: {HOST}
+  http_listen_port: {port}
+  grpc_listen_address: {HOST}
+  grpc_listen_port: 0
+  log_level: warn
+positions:
+  filename: {self.base / 'data/promtail-positions.yaml'}
+clients:
+  - url: http://{HOST}:{self._port('loki')}/loki/api/v1/push
+    batchwait: 500ms
+scrape_configs:
+  - job_name: k6
+    static_configs:
+      - targets: [localhost]
+        labels: {{service: k6, mode: faults, __path__: "{self.k6logs}/k6.log"}}
+""")
+        argv = [str(ROOT / "bin/promtail"), f"-config.file={cfg}"]
+        return Server("promtail", argv, lambda: http_ok(f"http://{HOST}:{port}/ready"), self.base / "logs/promtail.log")
+
+    # ------------------------------------------------------------------ control
+    def start(self, name):
+        self.servers[name].start()
+
+    def kill(self, name):
+        self.servers[name].kill()
+
+    def stop(self, name):
+        self.servers[name].stop()
+
+    def start_all(self):
+        try:
+            for s in self.servers.values():
+                s.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def proxy(self, target):
+        p = CutProxy(self.ports[target])
+        self.proxies.append(p)
+        return p
+
+    def close(self):
+        for p in self.proxies:
+            p.close()
+        for s in reversed(list(self.servers.values())):
+            s.stop()
+
+    def url(self, name):
+        return f"http://{HOST}:{self.ports[name]}"
+
+    # ------------------------------------------------------------------ SQL (mariadb client, password in the environment)
+    def _client(self, target, root=False):
+        if target == "mariadb" and root:
+            return ["mariadb", f"--socket={self.base / 'run/mariadb.sock'}", "-uroot"], {}
+        user = "root" if root else "sbtest"
+        return (["mariadb", "--protocol=tcp", "-h", HOST, "-P", str(self.ports[target]), f"-u{user}"],
+                {"MYSQL_PWD": self.password})
+
+    def _sql_ok(self, target):
+        argv, env = self._client(target, root=True)
+        e = dict(os.environ, **env)
+        if target == "tidb" and not (self.base / "run/tidb-root-set").exists():
+            e.pop("MYSQL_PWD", None)
+        return subprocess.run(argv + ["-N", "-B", "-e", "SELECT 1"], env=e, capture_output=True).returncode == 0
+
+    def _users(self, target):
+        """The sbtest user and database, as scripts/stack makes them; TiDB's root gets the password."""
+        argv, env = self._client(target, root=True)
+        e = dict(os.environ, **env)
+        marker = self.base / "run/tidb-root-set"
+        stmts = []
+        if target == "tidb" and not marker.exists():
+            e.pop("MYSQL_PWD", None)
+            stmts.append(f"ALTER USER 'root'@'%' IDENTIFIED BY '{self.password}'")
+        stmts += ["CREATE DATABASE IF NOT EXISTS sbtest",
+                  f"CREATE USER IF NOT EXISTS 'sbtest'@'%' IDENTIFIED BY '{self.password}'",
+                  "GRANT ALL PRIVILEGES ON `sbtest%`.* TO 'sbtest'@'%'"]
+        # the statements go on stdin, not in the argument list (they hold the password)
+        p = subprocess.run(argv + ["-N", "-B"], input=";\n".join(stmts) + ";\n", env=e, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(f"could not create the sbtest user on the sandbox {target}: {p.stderr.strip()}")
+        if target == "tidb":
+            marker.touch()
+
+    def sql(self, target, query, db="sbtest"):
+        argv, env = self._client(target)
+        p = subprocess.run(argv + ["-N", "-B", db], input=query, env=dict(os.environ, **env),
+                           capture_output=True, text=True, timeout=120)
+        if p.returncode != 0:
+            raise RuntimeError(f"{target}: {query[:80]}: {p.stderr.strip()}")
+        return [line.split("\t") for line in p.stdout.splitlines()]
+
+    # ------------------------------------------------------------------ Prometheus
+    def prom(self, query, at=None):
+        params = {"query": query}
+        if at is not None:
+            params["time"] = f"{at:.3f}"
+        body = http_json(f"{self.url('prometheus')}/api/v1/query?" + urllib.parse.urlencode(params))
+        if body.get("status") != "success":
+            raise RuntimeError(f"{query}: {body}")
+        return body["data"]["result"]
+
+    def prom_value(self, query, at=None):
+        r = self.prom(query, at)
+        return float(r[0]["value"][1]) if r else None
+
+    def queries_at(self, testid, t):
+        """k6's cumulative measured query count at epoch second t, as Prometheus had it."""
+        return self.prom_value(f'sum(last_over_time(k6_oltp_queries_total{{testid="{testid}",warmup="false"}}[4s]))', t)
+
+    def step_total(self, testid, step, metric="k6_oltp_queries_total"):
+        w = step["window"]
+        at = (w["measure_end"] + 6000) / 1000
+        rng = int(w["measure_end"] + 6000 - w["measure_start"])
+        sel = f'testid="{testid}",threads="{step["threads"]}",warmup="false"'
+        return self.prom_value(f"sum(max_over_time({metric}{{{sel}}}[{rng}ms]))", at)
+
+    # ------------------------------------------------------------------ Loki
+    def loki_count(self, selector, start, end):
+        """Log lines Loki holds for a stream selector between two epoch seconds."""
+        n, t0 = 0, int(start * 1e9)
+        seen = set()
+        while True:
+            q = urllib.parse.urlencode({"query": selector, "start": str(t0), "end": str(int(end * 1e9)),
+                                        "limit": "5000", "direction": "forward"})
+            body = http_json(f"{self.url('loki')}/loki/api/v1/query_range?{q}")
+            vals = [v for s in body["data"]["result"] for v in s["values"]]
+            new = [v for v in vals if (v[0], v[1]) not in seen]
+            if not new:
+                return n
+            for v in new:
+                seen.add((v[0], v[1]))
+            n += len(new)
+            if len(vals) < 5000:
+                return n
+            t0 = max(int(v[0]) for v in vals)
+
+    # ------------------------------------------------------------------ k6
+    def k6_env(self, target, port=None, prometheus=True):
+        e = {
+            "mysql_host": HOST, "mysql_port": str(port or self.ports[target]), "mysql_user": "sbtest",
+            "mysql_password": self.password, "mysql_db": "sbtest", "results_dir": str(self.results),
+            "TBS_LOG_DIR": str(self.k6logs), "K6_LOG_FORMAT": "raw",
+            "K6_OUT": "experimental-prometheus-rw" if prometheus is not None else "",
+            "K6_PROMETHEUS_RW_TREND_AS_NATIVE_HISTOGRAM": "true", "K6_PROMETHEUS_RW_STALE_MARKERS": "true",
+            "K6_PROMETHEUS_RW_PUSH_INTERVAL": "2s",
+        }
+        if prometheus is True and "prometheus" in self.ports:
+            e["K6_PROMETHEUS_RW_SERVER_URL"] = f"{self.url('prometheus')}/api/v1/write"
+            e["TBS_PROMETHEUS_URL"] = self.url("prometheus")
+        elif isinstance(prometheus, str):  # an address nothing answers on, or another Prometheus
+            e["K6_PROMETHEUS_RW_SERVER_URL"] = f"{prometheus}/api/v1/write"
+            e["TBS_PROMETHEUS_URL"] = prometheus
+        return e
+
+    def prepare(self, target, tables=2, table_size=2000):
+        p = subprocess.run([str(ROOT / "scripts/k6"), "run", "-e", f"tables={tables}", "-e", f"table_size={table_size}",
+                            "-e", "recreate=true", "prepare.js"], cwd=ROOT / "k6",
+                           env=dict(os.environ, **self.k6_env(target, prometheus=None)),
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            raise RuntimeError(f"prepare on {target} failed:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+
+    def k6_run(self, target, options, faults=(), port=None, prometheus=True, timeout=600, signal_at=None,
+               sample_every=None, sample_pids=None):
+        """scripts/k6 run ... oltp.js against the sandbox; `faults` ([At]) fire at their time after
+        the first step's measured window starts (approximately: k6 prints its testid when setup
+        ends, the step starts right after). signal_at=(seconds, signal) sends a signal to k6."""
+        threads = int(str(options.get("threads", 1)).split(",")[0])
+        args = [str(ROOT / "scripts/k6"), "run"]
+        for k, v in options.items():
+            args += ["-e", f"{k}={v}"]
+        args.append("oltp.js")
+        e = dict(os.environ, **self.k6_env(target, port=port, prometheus=prometheus))
+        proc = subprocess.Popen(args, cwd=ROOT / "k6", env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)
+        lines, events, samples = [], [], []
+        t_start = threading.Event()
+        state = {"t0": None}
+
+        def read():
+            for line in proc.stdout:
+                lines.append(line)
+                if state["t0"] is None and "testid=" in line:
+                    state["t0"] = time.time() + connect_s(threads)
+                    t_start.set()
+            t_start.set()
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        t_start.wait(timeout=120)
+        pid_box = {}
+
+        def k6_pid():
+            if "pid" not in pid_box:
+                pid_box["pid"] = self._k6_child(proc.pid)
+            return pid_box["pid"]
+        errors = []
+
+        def fire():
+            actions = list(faults)
+            if signal_at:
+                t, sig, group = (tuple(signal_at) + (False,))[:3]
+                send = (lambda: os.killpg(proc.pid, sig)) if group else (lambda: os.kill(k6_pid() or proc.pid, sig))
+                actions.append(At(t, send, name=f"signal {signal.Signals(sig).name}"))
+            for a in sorted(actions, key=lambda a: a.t):
+                if state["t0"] is None:
+                    return
+                delay = state["t0"] + a.t - time.time()
+                if delay > 0:
+                    time.sleep(delay)
+                if proc.poll() is not None:
+                    return
+                events.append((time.time(), a.name))
+                try:
+                    a.fn(*a.args)
+                except Exception as ex:  # noqa: BLE001 - reported with the result
+                    errors.append(f"{a.name}: {ex}")
+                events.append((time.time(), a.name + " done"))
+        firer = threading.Thread(target=fire, daemon=True)
+        firer.start()
+
+        def sample():
+            pid = k6_pid()
+            while proc.poll() is None and pid:
+                row = {"t": time.time(), "k6_rss_kb": proc_rss_kb(pid), "k6_fds": proc_fds(pid),
+                       "k6_conns": tcp_connections(pid=pid)}
+                for name, pid in (sample_pids or {}).items():
+                    pid = pid() if callable(pid) else pid
+                    row[f"{name}_rss_kb"] = proc_rss_kb(pid)
+                    row[f"{name}_fds"] = proc_fds(pid)
+                samples.append(row)
+                time.sleep(sample_every)
+        if sample_every:
+            threading.Thread(target=sample, daemon=True).start()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        ended = time.time()
+        reader.join(timeout=10)
+        firer.join(timeout=120)
+        out = "".join(lines)
+        m = re.search(r"testid=(\S+)", out)
+        testid = m.group(1) if m else ""
+        summary = {}
+        if testid and (self.results / f"{testid}.json").exists():
+            summary = json.loads((self.results / f"{testid}.json").read_text())
+        started = state["t0"] or ended
+        if summary.get("steps"):
+            started = summary["steps"][0]["window"]["measure_start"] / 1000
+        if errors:
+            out += "\n[fault harness] " + "; ".join(errors)
+        return RunResult(proc.returncode, out, testid, summary, started, ended, events, samples, pid_box.get("pid", 0))
+
+    @staticmethod
+    def _k6_child(pid, timeout=10):
+        """The k6 process under scripts/k6 (bash runs it, piped into tee)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            for p in Path("/proc").iterdir():
+                if not p.name.isdigit():
+                    continue
+                try:
+                    st = (p / "stat").read_text()
+                    ppid = int(st.rsplit(")", 1)[1].split()[1])
+                    argv = (p / "cmdline").read_bytes().split(b"\0")
+                    if ppid == pid and len(argv) > 1 and argv[1] == b"run":
+                        return int(p.name)
+                except (OSError, ValueError, IndexError):
+                    continue
+            time.sleep(0.1)
+        return 0
+
+    # ------------------------------------------------------------------ sysbench 1.0.20, same target
+    def sysbench_run(self, target, workload, threads, seconds, ignore_errors, faults=(), tables=2, table_size=2000,
+                     port=None, extra=()):
+        """sysbench <workload> run on the same tables, with --report-interval=1; the password in a
+        mode-600 --config-file. Returns (returncode, output, events, t0)."""
+        cfg = self.base / "sysbench.cfg"
+        fd = os.open(cfg, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, f"mysql-password={self.password}\n".encode())
+        os.close(fd)
+        args = ["sysbench", f"--config-file={cfg}", workload, f"--mysql-host={HOST}",
+                f"--mysql-port={port or self.ports[target]}", "--mysql-user=sbtest", "--mysql-db=sbtest",
+                f"--tables={tables}", f"--table-size={table_size}", f"--threads={threads}", f"--time={seconds}",
+                "--report-interval=1", f"--mysql-ignore-errors={ignore_errors}", *extra, "run"]
+        if shutil.which("sysbench") is None:
+            return None
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        t0 = time.time()
+        events = []
+
+        def fire():
+            for a in sorted(faults, key=lambda a: a.t):
+                delay = t0 + a.t - time.time()
+                if delay > 0:
+                    time.sleep(delay)
+                if proc.poll() is not None:
+                    return
+                events.append((time.time(), a.name))
+                a.fn(*a.args)
+                events.append((time.time(), a.name + " done"))
+        firer = threading.Thread(target=fire, daemon=True)
+        firer.start()
+        try:
+            out, _ = proc.communicate(timeout=seconds + 120)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, _ = proc.communicate()
+        ended = time.time()
+        firer.join(timeout=120)
+        return SysbenchResult(proc.returncode, out, t0, ended, events)
+
+
+@dataclass
+class SysbenchResult:
+    returncode: int
+    output: str
+    started: float
+    ended: float
+    events: list
+
+    def intervals(self):
+        """[(second, qps)] from the --report-interval lines."""
+        return [(float(m.group(1)), float(m.group(2)))
+                for m in re.finditer(r"^\[ (\d+)s \] thds: \d+ tps: [\d.]+ qps: ([\d.]+)", self.output, re.M)]
+
+    def total(self, what):
+        m = re.search(rf"^\s+{what}:\s+(\d+)", self.output, re.M)
+        return int(m.group(1)) if m else None
+
+    def reconnects(self):
+        m = re.search(r"reconnects:\s+(\d+)", self.output)
+        return int(m.group(1)) if m else None
+
+    def errors(self):
+        m = re.search(r"ignored errors:\s+(\d+)", self.output)
+        return int(m.group(1)) if m else None
+
+    def longest_gap(self):
+        """Longest run of report seconds with qps 0 (or missing seconds before the end)."""
+        best = cur = 0
+        last = 0
+        for sec, qps in self.intervals():
+            cur = cur + (sec - last) if qps == 0 else 0
+            best = max(best, cur)
+            last = sec
+        return best
+
+
+# ====================================================================== scenarios
+# Each returns a dict of figures (one row of scripts/faults' table) and keeps the raw result
+# under "_run" for the tests' own assertions.
+
+# Errors both tools may ignore: k6 with preset=tidb on TiDB (the seeds' list), MariaDB with
+# sysbench's default list plus 2013 (lost connection, after which sysbench reconnects).
+# sysbench also gets 2003 (cannot connect) so its reconnect attempts are ignorable too.
+K6_IGNORE = {"tidb": "1062,2013,8028,9007", "mariadb": "1213,1020,1205,2013"}
+SYSBENCH_IGNORE = {"tidb": "1062,2013,2003,8028,9007", "mariadb": "1213,1020,1205,2013,2003"}
+def _timing():
+    try:
+        return json.loads((ROOT / "k6/contract.json").read_text())["timing"]
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+GRACE_S = _timing().get("grace_s", 3)  # k6's graceful stop after each step
+
+
+def connect_s(threads):
+    """The connect phase before a step's start (k6/lib/runner.js connectSeconds)."""
+    t = _timing()
+    return t.get("connect_s", 0) + t.get("connect_s_per_1000_threads", 0) * threads / 1000
+
+
+def _mean(xs):
+    xs = list(xs)
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def _rows_intact(sb, target, tables, table_size):
+    return all(int(sb.sql(target, f"SELECT COUNT(*) FROM sbtest{t}")[0][0]) == table_size for t in range(1, tables + 1))
+
+
+def k6_qps_between(sb, testid, t0, t1):
+    """Queries per second k6 pushed to Prometheus between two epoch seconds (its samples come
+    every 2 s, so the window is widened to whole samples)."""
+    if t1 - t0 < 2:
+        return None
+    q0, q1 = sb.queries_at(testid, t0), sb.queries_at(testid, t1)
+    if q0 is None or q1 is None:
+        return None
+    return (q1 - q0) / (t1 - t0)
+
+
+def db_fault(sb, target, kind, tool="k6", seconds=20, at=5, down=5, threads=4, workload="oltp_read_write",
+             tables=2, table_size=2000, steps=None):
+    """A database fault during a step: kind = kill (kill -9 at `at`, started again `down` s
+    later), drop (the network to it cut and refused for `down` s), stop (stopped at `at` for
+    longer than the step; started again after the run). tool = k6 or sysbench (1.0.20)."""
+    port = None
+    proxy = None
+    if kind == "drop":
+        proxy = sb.proxy(target)
+        port = proxy.port
+        faults = [At(at, proxy.drop, down, name=f"network to {target} dropped for {down}s")]
+    elif kind == "kill":
+        faults = [At(at, sb.kill, target, name=f"kill -9 {target}"), At(at + down, sb.start, target, name=f"start {target}")]
+    elif kind == "stop":
+        faults = [At(at, sb.stop, target, name=f"stop {target}")]
+    else:
+        raise ValueError(kind)
+    planned = seconds * len(str(steps or threads).split(","))
+    row = {"fault": {"kill": f"{target} killed (-9) at {at}s, started {down}s later",
+                     "drop": f"network to {target} cut and refused for {down}s at {at}s",
+                     "stop": f"{target} stopped at {at}s of a {seconds}s step, for longer than the step"}[kind],
+           "tool": tool, "target": target, "kind": kind}
+    try:
+        if tool == "k6":
+            opts = {"workload": workload, "tables": tables, "table_size": table_size, "threads": steps or threads,
+                    "time": seconds}
+            if target == "tidb":
+                opts["preset"] = "tidb"
+            else:
+                opts["mysql_ignore_errors"] = K6_IGNORE[target]
+            r = sb.k6_run(target, opts, faults=faults, port=port)
+            st = r.summary.get("steps") or []
+            s0 = st[0] if st else {}
+            t_fault = r.events[0][0] if r.events else r.started + at
+            back = [t for t, n in r.events if n.endswith(" done") and (n.startswith("start") or n.startswith("network"))]
+            end = s0.get("window", {}).get("measure_end", 0) / 1000 or r.ended
+            row.update({
+                "exit": r.returncode, "testid": r.testid,
+                "wall_s": round(r.ended - r.started, 1), "planned_s": planned,
+                "reconnects": sum(s.get("reconnects", 0) for s in st),
+                "errors": sum(s.get("errors", 0) for s in st),
+                "gap_s": round(max([s.get("max_gap_s", 0) for s in st] or [0]), 1),
+                "disturbed": [s["threads"] for s in st if s.get("max_gap_s", 0) >= 1],
+                "qps_before": k6_qps_between(sb, r.testid, t_fault - 3, t_fault) if r.testid else None,
+                "qps_after": k6_qps_between(sb, r.testid, back[0] + 2, end) if back and r.testid else 0.0,
+                "results_file": bool(r.summary),
+            })
+            row["_run"] = r
+        else:
+            r = sb.sysbench_run(target, workload, threads, seconds, SYSBENCH_IGNORE[target], faults=faults,
+                                tables=tables, table_size=table_size, port=port)
+            iv = r.intervals()
+            t_fault = at
+            back = [t - r.started for t, n in r.events if n.endswith(" done") and (n.startswith("start") or n.startswith("network"))]
+            row.update({
+                "exit": r.returncode, "wall_s": round(r.ended - r.started, 1), "planned_s": planned,
+                "reconnects": r.reconnects(), "errors": r.errors(),
+                "gap_s": round(r.longest_gap(), 1) if iv else None,
+                "qps_before": _mean(q for s, q in iv if t_fault - 4 < s <= t_fault) if iv else None,
+                "qps_after": _mean(q for s, q in iv if back and back[0] + 2 < s <= seconds) if back else 0.0,
+                "last_report_s": iv[-1][0] if iv else 0,
+                "crash": r.returncode < 0 or r.returncode >= 128,
+                "tail": "\n".join(r.output.strip().splitlines()[-3:]),
+            })
+            row["_run"] = r
+    finally:
+        if kind == "stop" or not sb.servers[target].pid:
+            sb.start(target)
+        if proxy:
+            proxy.close()
+            sb.proxies.remove(proxy)
+    row["rows_intact"] = _rows_intact(sb, target, tables, table_size) if workload == "oltp_read_write" else None
+    ok = (row["exit"] == 0 and row["wall_s"] <= planned + (GRACE_S + 12) * (planned // seconds)
+          and (kind == "stop" or (row["qps_after"] or 0) > 0) and row["rows_intact"] is not False)
+    row["verdict"] = "holds" if ok else "fails"
+    return row
+
+
+def prometheus_fault(sb, kind, target="tidb", seconds=12, at=3, down=5, threads=4, workload="oltp_point_select",
+                     tables=2, table_size=2000):
+    """kind = kill (Prometheus killed -9 at `at`, started `down` s later), unreachable (no
+    Prometheus at the remote-write address for the whole run), missed_step (Prometheus down
+    from before the run until the first of two steps has ended)."""
+    opts = {"workload": workload, "tables": tables, "table_size": table_size, "threads": threads, "time": seconds}
+    prom_arg = True
+    faults = []
+    if kind == "kill":
+        faults = [At(at, sb.kill, "prometheus", name="kill -9 prometheus"),
+                  At(at + down, sb.start, "prometheus", name="start prometheus")]
+        what = f"Prometheus killed (-9) at {at}s, started {down}s later"
+    elif kind == "unreachable":
+        prom_arg = f"http://{HOST}:{free_port()}"
+        what = "Prometheus unreachable for the whole run"
+    elif kind == "missed_step":
+        opts["threads"] = f"{threads // 2 or 1},{threads}"
+        sb.stop("prometheus")
+        faults = [At(seconds + GRACE_S + 1, sb.start, "prometheus", name="start prometheus")]
+        what = "Prometheus down for the whole first of two steps"
+    else:
+        raise ValueError(kind)
+    try:
+        r = sb.k6_run(target, opts, faults=faults, prometheus=prom_arg)
+    finally:
+        sb.start("prometheus")
+    st = r.summary.get("steps") or []
+    planned = seconds * len(st or [1])
+    totals = []
+    if kind != "unreachable":
+        for s in st:
+            deadline = time.time() + 20
+            got = None
+            while time.time() < deadline:
+                got = sb.step_total(r.testid, s)
+                if got == s["queries"]["total"] or (kind == "missed_step" and s is st[0]):
+                    break
+                time.sleep(1)
+            totals.append((s["threads"], got, s["queries"]["total"]))
+    row = {"fault": what, "tool": "k6", "target": target, "kind": f"prometheus_{kind}", "exit": r.returncode,
+           "testid": r.testid, "wall_s": round(r.ended - r.started, 1), "planned_s": planned,
+           "gap_s": round(max([s.get("max_gap_s", 0) for s in st] or [0]), 2),
+           "qps": round(_mean(s["qps"] for s in st), 1) if st else None,
+           "totals": totals, "results_file": bool(r.summary), "_run": r}
+    if kind == "kill":
+        ok = all(p == k for _, p, k in totals)
+    elif kind == "missed_step":
+        ok = totals and totals[0][1] is None and all(p == k for _, p, k in totals[1:])
+    else:
+        ok = True
+    row["verdict"] = "holds" if (ok and r.returncode == 0 and row["gap_s"] < 1
+                                 and row["wall_s"] <= planned + GRACE_S * len(st or [1]) + 10) else "fails"
+    return row
+
+
+def loki_fault(sb, target="tidb", seconds=12, at=2, down=3, threads=2):
+    """Loki killed (-9) mid-run and started `down` s later (it needs ~10 s to be ready): the
+    log lines k6 wrote meanwhile reach Loki once it is back. Counts the lines of this run in
+    the k6 log file and in Loki."""
+    log = sb.k6logs / "k6.log"
+    offset = log.stat().st_size
+    t0 = time.time()
+    opts = {"workload": "oltp_point_select", "tables": 2, "table_size": 2000, "threads": threads, "time": seconds,
+            "report_interval": 1}
+    faults = [At(at, sb.kill, "loki", name="kill -9 loki"), At(at + down, sb.start, "loki", name="start loki")]
+    try:
+        r = sb.k6_run(target, opts, faults=faults)
+    finally:
+        sb.start("loki")
+    with open(log, "rb") as f:
+        f.seek(offset)
+        new = f.read().decode(errors="replace").split("\n")
+    lines = [x for x in new[:-1] if x.strip()]
+    t_kill = r.event_time("kill -9 loki")
+    t_back = r.event_time("start loki done")
+    deadline = time.time() + 60
+    got = None
+    while time.time() < deadline:
+        got = sb.loki_count('{service="k6",mode="faults"} != ""', t0 - 1, time.time() + 1)
+        if got >= len(lines):
+            break
+        time.sleep(2)
+    row = {"fault": f"Loki killed (-9) at {at}s, back after {round(t_back - t_kill, 1)}s", "tool": "k6",
+           "target": target, "kind": "loki_kill", "exit": r.returncode, "testid": r.testid,
+           "wall_s": round(r.ended - r.started, 1), "planned_s": seconds,
+           "gap_s": round(max([s.get("max_gap_s", 0) for s in r.summary.get("steps", [])] or [0]), 2),
+           "log_lines": len(lines), "loki_lines": got, "_run": r}
+    row["verdict"] = "holds" if (r.returncode == 0 and got == len(lines) and row["gap_s"] < 1) else "fails"
+    return row
+
+
+def interrupt(sb, sig, group, target="tidb", seconds=6, at=None, threads="2,4"):
+    """SIGINT/SIGTERM in the middle of the second step: to the whole process group, as a
+    terminal's Ctrl-C or a CI runner's cancel sends it, or to k6 alone."""
+    at = at if at is not None else seconds + GRACE_S + connect_s(4) + seconds / 2
+    opts = {"workload": "oltp_point_select", "tables": 2, "table_size": 2000, "threads": threads, "time": seconds}
+    r = sb.k6_run(target, opts, signal_at=(at, sig, group))
+    st = r.summary.get("steps") or []
+    name = signal.Signals(sig).name
+    row = {"fault": f"{name} to {'the process group (Ctrl-C)' if group else 'k6'} in step 2 of 2", "tool": "k6",
+           "target": target, "kind": f"{name.lower()}_{'group' if group else 'k6'}", "exit": r.returncode,
+           "testid": r.testid, "results_file": bool(r.summary), "interrupted": r.summary.get("interrupted"),
+           "steps": [(s["threads"], bool(s.get("interrupted")), round(s.get("elapsed_s", 0), 1)) for s in st],
+           "run_end": r.summary.get("run_end"), "_run": r}
+    row["verdict"] = "holds" if (row["results_file"] and row["interrupted"] and len(st) == 2
+                                 and not st[0].get("interrupted") and st[1].get("interrupted")) else "fails"
+    return row
+
+
+def soak(sb, minutes, target="tidb", threads=8, workload="oltp_read_write", fault_at=None, down=5, sample_every=10):
+    """A long run at full speed with TiDB killed (-9) in the middle: RSS and file descriptors of
+    k6 and of the servers, k6's connections to the database, sampled all along."""
+    seconds = int(minutes * 60)
+    fault_at = fault_at if fault_at is not None else seconds // 2
+    opts = {"workload": workload, "tables": 2, "table_size": 2000, "threads": threads, "time": seconds}
+    if target == "tidb":
+        opts["preset"] = "tidb"
+    else:
+        opts["mysql_ignore_errors"] = K6_IGNORE[target]
+    pids = {n: (lambda n=n: sb.servers[n].pid or 0) for n in sb.servers}
+    r = sb.k6_run(target, opts, faults=[At(fault_at, sb.kill, target, name=f"kill -9 {target}"),
+                                        At(fault_at + down, sb.start, target, name=f"start {target}")],
+                  sample_every=sample_every, sample_pids=pids, timeout=seconds + 300)
+    s = r.samples
+    db_port = sb.ports[target]
+    row = {"fault": f"soak {minutes} min, {threads} threads, {target} killed (-9) at {fault_at}s", "tool": "k6",
+           "target": target, "kind": "soak", "exit": r.returncode, "testid": r.testid, "samples": len(s), "_run": r}
+    if len(s) >= 4:
+        q = len(s) // 4
+        first, last = s[q], s[-1]  # after the first quarter (warm caches, all connections open)
+        for key in sorted(k for k in s[0] if k.endswith("_rss_kb") or k.endswith("_fds")):
+            row[key] = (first[key], last[key], max(x[key] for x in s[q:]))
+        row["k6_conns"] = (first["k6_conns"], last["k6_conns"])
+    st = (r.summary.get("steps") or [{}])[0]
+    row.update({"reconnects": st.get("reconnects"), "gap_s": round(st.get("max_gap_s", 0), 1),
+                "qps": round(st.get("qps", 0), 1), "db_port": db_port})
+    ok = r.returncode == 0 and len(s) >= 4
+    if ok:
+        a, b, _ = row["k6_rss_kb"]
+        ok = b <= a * 1.25 + 20 * 1024
+        fa, fb, _ = row["k6_fds"]
+        ok = ok and fb <= fa + 4
+        ok = ok and row["k6_conns"][1] <= row["k6_conns"][0] + 2
+    row["verdict"] = "holds" if ok else "fails"
+    return row
