@@ -17,6 +17,7 @@ values are the phase's totals):
 import json
 import math
 import os
+import sys
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -90,6 +91,7 @@ class StepFigures:
     count: float
     bucket_factor: float
     k6: dict = field(default_factory=dict)  # the manifest's step (k6's own summary)
+    source: str = "prometheus"  # or disturb.SOURCE_K6: Prometheus has no data for the step
     at: float = 0.0
     range_ms: int = 0
 
@@ -132,7 +134,8 @@ def step_figures(prom, testid, step):
         if ratios:
             factor = max(ratios)
     w = step["window"]
-    seconds = (w["measure_end"] - w["measure_start"]) / 1000.0
+    # k6's own denominator: the measured time the step ran (less than planned when interrupted)
+    seconds = step.get("elapsed_s") or (w["measure_end"] - w["measure_start"]) / 1000.0
     return StepFigures(
         threads=int(step["threads"]), seconds=seconds, queries=queries, transactions=transactions,
         errors=errors, qps=queries / seconds, tps=transactions / seconds,
@@ -149,6 +152,17 @@ def run_figures(prom, run):
             missing.append(step)
         else:
             out.append(f)
+    if missing and len(missing) < len(run.steps):
+        # Prometheus missed some steps (down while they ran): their figures come from k6's summary
+        # in the manifest, and the report says so (tbsreport/disturb.py)
+        from .disturb import fallback_figures, fallback_note
+        factor = max((f.bucket_factor for f in out), default=DEFAULT_BUCKET_FACTOR)
+        out += [fallback_figures(StepFigures, s, factor) for s in missing]
+        for s in missing:
+            print(f"note: {fallback_note(run, s)}", file=sys.stderr)
+        order = [int(s["threads"]) for s in run.steps]
+        out.sort(key=lambda f: order.index(f.threads))
+        missing = []
     if missing:
         from .fmt import utc
         s = missing[0]
@@ -168,6 +182,8 @@ def crosscheck(run, figs):
     than the histogram's bucket resolution."""
     warnings = []
     for f in figs:
+        if f.source != "prometheus":
+            continue  # k6's own figures: nothing to check them against
         k6_qps = f.k6.get("qps")
         if k6_qps:
             d = (f.qps - k6_qps) / k6_qps

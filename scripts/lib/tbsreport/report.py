@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import ROOT, ReportError, charts, commands, grafana
+from . import ROOT, ReportError, charts, commands, disturb, grafana
 from .fmt import (md_table, num, pct, product_name, runset_label, short_version, utc, workload_name)
 from .manifest import common_workloads
 from .prom import DEFAULT_BUCKET_FACTOR, crosscheck, run_figures
@@ -345,7 +345,8 @@ class Report:
     @staticmethod
     def run_text(s):
         if s.kind != "sweep":
-            return f"testid {s.id}"
+            why = disturb.interrupted_text(s.first)
+            return f"testid {s.id}" + (f" ({why})" if why else "")
         status = s.sweep.get("status", "complete")
         if status == "complete":
             return f"sweep {s.id}"
@@ -443,6 +444,7 @@ class Report:
         if errs:
             L.append(f"Ignored errors (events restarted, as sysbench does): {'; '.join(errs)}.")
             L.append("")
+        L.extend(disturb.section(self.sets, self.labels, self.pair, w, self.figs))
         if chart:
             L.append(f"![{name}: QPS and 95% latency against threads]({chart})")
             L.append("")
