@@ -18,6 +18,8 @@ def fallback_figures(cls, step, bucket_factor):
             errors=step.get("errors", 0), qps=step.get("qps", q / seconds if seconds else 0.0),
             tps=step.get("tps", 0.0), p95_ms=lat.get("p95", 0.0), avg_ms=lat.get("avg", 0.0),
             count=step.get("transactions", 0), bucket_factor=bucket_factor, k6=step)
+    if lat.get("pct_value") is not None:
+        f.pct, f.pct_ms = lat.get("pct") or 95, float(lat["pct_value"])
     f.source = SOURCE_K6
     return f
 

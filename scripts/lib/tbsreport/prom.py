@@ -94,6 +94,21 @@ class StepFigures:
     source: str = "prometheus"  # or disturb.SOURCE_K6: Prometheus has no data for the step
     at: float = 0.0
     range_ms: int = 0
+    db_cores: float = None  # CPU cores the target used on average over the measured window
+    k6_cores: float = None  # CPU cores the load generator (k6) used over the measured window
+    pct: float = 95  # the run's `percentile` option (sysbench's --percentile)
+    pct_ms: float = None  # that percentile by sysbench's method (k6's per-step histogram, the manifest)
+
+    @property
+    def lat_ms(self):
+        """The latency percentile the report's tables show: sysbench's method from the manifest
+        (1,024 log buckets, nearest rank); Prometheus' p95 for manifests made before it."""
+        return self.pct_ms if self.pct_ms is not None else self.p95_ms
+
+
+    @property
+    def qps_per_core(self):
+        return self.qps / self.db_cores if self.db_cores else None
 
 
 def _scalar(result):
@@ -140,7 +155,81 @@ def step_figures(prom, testid, step):
         threads=int(step["threads"]), seconds=seconds, queries=queries, transactions=transactions,
         errors=errors, qps=queries / seconds, tps=transactions / seconds,
         p95_ms=(p95 or 0.0) * 1000.0, avg_ms=(total / count * 1000.0) if count else 0.0,
-        count=count, bucket_factor=factor, k6=step, at=float(at), range_ms=rng)
+        count=count, bucket_factor=factor, k6=step, at=float(at), range_ms=rng,
+        **sysbench_percentile(step))
+
+
+def sysbench_percentile(step):
+    """{pct, pct_ms} from a manifest step: the percentile k6 computed with sysbench's method."""
+    lat = step.get("latency_ms") or {}
+    if lat.get("pct_value") is None:
+        return {}
+    return {"pct": lat.get("pct") or 95, "pct_ms": float(lat["pct_value"])}
+
+
+def _generate():
+    """grafana/generate.py: the one place the target's process selectors are defined."""
+    import sys
+    from . import ROOT
+    if str(ROOT / "grafana") not in sys.path:
+        sys.path.insert(0, str(ROOT / "grafana"))
+    import generate
+    return generate
+
+
+def resource_queries(product, testid, range_ms):
+    """PromQL for the CPU seconds the target and the load generator used in a window of
+    range_ms ending at the evaluation time: the counters' increase (TiDB + TiKV + PD from their
+    process metrics, or mysqld/mariadbd from process-exporter; k6 from the contract's
+    k6_oltp_client_cpu_seconds_total)."""
+    sel = _generate().SEL
+    r = f"[{range_ms}ms]"
+    if product == "tidb":
+        db = f"sum(increase(process_cpu_seconds_total{{{sel['db_tidb']}}}{r}))"
+    else:
+        db = f"sum(increase(namedprocess_namegroup_cpu_seconds_total{{{sel['db_mysql']}}}{r}))"
+    k6 = f'sum(increase(k6_oltp_client_cpu_seconds_total{{testid="{testid}"}}{r}))'
+    return db, k6
+
+
+def step_resources(prom, run, fig):
+    """Fills fig.db_cores and fig.k6_cores (None where Prometheus has no such series)."""
+    w = fig.k6["window"]
+    rng = int(w["measure_end"]) - int(w["measure_start"])
+    db, k6 = resource_queries(run.manifest.get("product", ""), run.testid, rng)
+    at = _fmt_at(int(w["measure_end"]))
+    cpu = _scalar(prom.query(db, at))
+    fig.db_cores = cpu / fig.seconds if cpu is not None and fig.seconds else None
+    cpu = _scalar(prom.query(k6, at))
+    fig.k6_cores = cpu / fig.seconds if cpu is not None and fig.seconds else None
+
+
+BOTTLENECK_SHARE = 0.9  # k6 busy on this share of its cores: the load generator set the pace
+
+
+def k6_cores_available(run):
+    """The cores k6 could use: the manifest's GOMAXPROCS when recorded, else the host's cores."""
+    lg = run.manifest.get("load_generator") or {}
+    for key in ("gomaxprocs", "cpu_cores"):
+        v = lg.get(key)
+        if isinstance(v, (int, float)) and v > 0:
+            return float(v), key
+    return None, None
+
+
+def bottlenecks(run, figs):
+    """Warnings for steps where k6 used nearly all of its cores."""
+    cores, key = k6_cores_available(run)
+    out = []
+    if not cores:
+        return out
+    for f in figs:
+        if f.k6_cores is not None and f.k6_cores >= BOTTLENECK_SHARE * cores:
+            out.append(f"{run.workload} (testid {run.testid}), {f.threads} threads: the load generator was the "
+                       f"bottleneck: k6 used {f.k6_cores:.2f} CPU seconds per second of its {cores:g} core(s) "
+                       f"({'GOMAXPROCS' if key == 'gomaxprocs' else 'the host'}); the database's figures at this "
+                       "step are the client's limit, not the server's")
+    return out
 
 
 def run_figures(prom, run):
@@ -151,6 +240,7 @@ def run_figures(prom, run):
         if f is None:
             missing.append(step)
         else:
+            step_resources(prom, run, f)
             out.append(f)
     if missing and len(missing) < len(run.steps):
         # Prometheus missed some steps (down while they ran): their figures come from k6's summary
@@ -177,6 +267,10 @@ def run_figures(prom, run):
     return out
 
 
+# the width ratio of sysbench's latency buckets: exp((ln 1e5 - ln 1e-3) / 1023)
+SYSBENCH_BUCKET = math.exp((math.log(1e5) - math.log(1e-3)) / 1023)
+
+
 def crosscheck(run, figs):
     """Warnings where Prometheus and k6's summary disagree: QPS by more than 2%, p95 by more
     than the histogram's bucket resolution."""
@@ -193,7 +287,10 @@ def crosscheck(run, figs):
         k6_p95 = (f.k6.get("latency_ms") or {}).get("p95")
         if k6_p95 and f.p95_ms:
             ratio = max(f.p95_ms, k6_p95) / min(f.p95_ms, k6_p95)
-            if ratio > f.bucket_factor * (1 + 1e-9):
+            # k6's p95 is sysbench's bucket value (buckets SYSBENCH_BUCKET wide) when the manifest
+            # has the sysbench histogram; older manifests carry k6's exact Trend percentile
+            width = f.bucket_factor * (SYSBENCH_BUCKET if f.pct_ms is not None else 1.0)
+            if ratio > width * (1 + 1e-9):
                 warnings.append(f"{run.workload} (testid {run.testid}), {f.threads} threads: p95 from Prometheus "
                                 f"{f.p95_ms:.2f} ms differs from k6's summary {k6_p95:.2f} ms by a factor of "
                                 f"{ratio:.3f} (over the histogram's bucket resolution {f.bucket_factor:.4f})")
