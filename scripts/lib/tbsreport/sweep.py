@@ -173,6 +173,24 @@ def k6(args, results):
     return subprocess.run(cmd, cwd=ROOT, env=env).returncode
 
 
+def k6_check(common, workloads, threads):
+    """k6's own option check (k6/lib/config.js, run by `k6 inspect`, which connects to nothing)
+    on every run's options, before the sweep writes or changes anything: '' or the error."""
+    k6bin = os.environ.get("K6_BIN") or str(ROOT / "bin/k6")
+    if not os.access(k6bin, os.X_OK):
+        return ""
+    # (the password is not checked and stays out of the argument list)
+    args = [x for i, x in enumerate(common) if not x.startswith("mysql_password=")
+            and not (x == "-e" and i + 1 < len(common) and common[i + 1].startswith("mysql_password="))]
+    for w in workloads:
+        p = subprocess.run([k6bin, "inspect", *args, "-e", f"workload={w}", "-e", f"threads={threads}", "oltp.js"],
+                           cwd=ROOT / "k6", capture_output=True, text=True, timeout=120)
+        if p.returncode != 0:
+            m = re.search(r"((?:invalid|unknown) option [^\n\\\"]*)", p.stdout + p.stderr)
+            return m.group(1) if m else f"k6 rejected the options of the {w} run: {(p.stdout + p.stderr).strip()[-300:]}"
+    return ""
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -194,6 +212,10 @@ def main(argv=None):
             opts[k] = flag
     opts.update(extra)
     common = [x for k, v in opts.items() for x in ("-e", f"{k}={v}")]
+    bad = k6_check(common, workloads, a.threads)
+    if bad:
+        print(f"error: {bad} (nothing was run)", file=sys.stderr)
+        return 2
     tables = int(a.tables or extra.get("tables") or DEFAULTS["tables"])
     manifest = {
         "sweep": sweep_id, "status": "running", "created": now_ms(), "finished": None,
