@@ -214,7 +214,10 @@ export default function (data) {
     }
     if (warming && Date.now() >= measureStart) startMeasuring(data);
   }
-  if (!stepEnd) return;
+  if (!stepEnd) { // this VU has no part in the step (see activate): wait it out
+    sleep(1);
+    return;
+  }
   // Events back to back for up to a second, never across a boundary (the end of the
   // warm-up, the end of the step): one k6 iteration per batch, not per event.
   const until = Math.min(nextCheck, stepEnd, Date.now() + R.BATCH_MS);
@@ -229,9 +232,8 @@ export function monitor(data) {
   monitorTick(o, data, __ENV, R.GRACE_S, windows);
 }
 
-export function help() {
-  console.log(`options (-e name=value), from k6/contract.json:\n${optionHelp()}`);
-}
+// `-e help=1`: nothing runs; the summary is the option list.
+export function help() {}
 
 export function teardown(data) {
   if (o.help || data.lane !== 0) return;
@@ -242,6 +244,6 @@ export function teardown(data) {
 }
 
 export function handleSummary(data) {
-  if (o.help) return { stdout: '' };
+  if (o.help) return { stdout: `options (-e name=value; k6/contract.json has them all):\n${optionHelp()}\n` };
   return summarize(data, o, tbs);
 }
