@@ -497,8 +497,17 @@ class Report:
         for i in range(len(self.sets)):
             rows = [[str(f.threads), num(f.qps), num(f.tps), num(f.lat_ms), num(f.avg_ms)]
                     for f in self.figs[(i, w)]]
-            tables.append(md_table(["Threads", "QPS", "TPS", f"{self.pct_label(w)} latency (ms)", "avg latency (ms)"],
-                                   rows, "rrrrr"))
+            hdr = ["Threads", "QPS", "TPS", f"{self.pct_label(w)} latency (ms)", "avg latency (ms)"]
+            if any(f.k6.get("response_latency_ms") for f in self.figs[(i, w)]):
+                # rate mode: the response time, from when each event was due (queue time included)
+                for f, row in zip(self.figs[(i, w)], rows):
+                    r = f.k6.get("response_latency_ms") or {}
+                    rate = f.k6.get("rate") or {}
+                    row += [num(rate.get("requested")) if rate else "—",
+                            num(r.get("pct_value")) if r.get("pct_value") is not None else "—",
+                            "no" if rate.get("backlog_at_end") or rate.get("dropped") else "yes"]
+                hdr += ["rate (/s)", f"{self.pct_label(w)} response time (ms)", "rate kept"]
+            tables.append(md_table(hdr, rows, "r" * len(hdr)))
         if not self.pair:
             L += [tables[0], ""]
         else:
