@@ -198,3 +198,17 @@ def test_rate_beyond_capacity_grows_response_latency_not_service_latency(stack):
     assert lat["p95"] < 200, lat
     assert "NOT KEPT" in p.stdout
     sql("mariadb", f"DROP DATABASE {db}")
+
+
+def test_seeded_strings_draw_one_number_per_digit():
+    """With rand_seed, c and pad take one random number per '#', as sysbench's sb_rand_str
+    (so a seeded run draws what sysbench would); unseeded, a run of digits takes one per 15
+    digits (each digit still uniform and independent)."""
+    from conftest import ROOT
+    p = subprocess.run([str(ROOT / "bin/k6"), "run", "-q", "--no-summary", str(ROOT / "tests/k6/string_draws.js")],
+                       capture_output=True, text=True, timeout=60)
+    m = re.search(r"DRAWS seeded=(\d+) unseeded=(\d+) C=([\d-]+)", p.stdout + p.stderr)
+    assert m, p.stdout + p.stderr
+    assert int(m.group(1)) == 110  # C_TEMPLATE: ten groups of 11 digits
+    assert int(m.group(2)) == 10  # one per group of 11 (<= 15 digits)
+    assert re.fullmatch(r"(\d{11}-){9}\d{11}", m.group(3))
