@@ -483,6 +483,20 @@ class Report:
         L.append("")
         return L
 
+    def latency_distribution(self, figs, w):
+        """Per step min, p50, the run's percentile, p99 and max (ms) by sysbench's method, from
+        the manifests (k6's per-step sysbench histograms); '' for manifests without them."""
+        rows = []
+        for f in figs:
+            lat = f.k6.get("latency_ms") or {}
+            if lat.get("pct_value") is None:
+                return ""
+            rows.append([str(f.threads), num(lat.get("min")), num(lat.get("p50")), num(lat.get("pct_value")),
+                         num(lat.get("p99")), num(lat.get("max"))])
+        pl = self.pct_label(w)
+        return ("Latency by sysbench's method (ms):\n\n" +
+                md_table(["Threads", "min", "50%", pl, "99%", "max"], rows, "rrrrrr"))
+
     def pct_label(self, w):
         """'95%' (or the run's `percentile`) for the latency columns of workload w."""
         pcts = {f.pct for i in range(len(self.sets)) for f in self.figs.get((i, w), [])}
@@ -510,6 +524,9 @@ class Report:
             tables.append(md_table(hdr, rows, "r" * len(hdr)))
         if not self.pair:
             L += [tables[0], ""]
+            dist = self.latency_distribution(self.figs[(0, w)], w)
+            if dist:
+                L += [dist, ""]
         else:
             for i in range(2):
                 L += [f"**{a[i]}**", "", tables[i], ""]
