@@ -16,7 +16,7 @@ k6_instances_die() { printf 'error: %s\n' "$*" >&2; exit 2; }
 
 k6_instances() {
   local n='' only='' prev='' a testid=${testid:-} start_at='' rdir=${results_dir:-$ROOT/results}
-  local threads='1' args=() script=''
+  local threads='1' args=() script='' workload=''
   [ "${1:-}" = run ] || k6_instances_die "--instances goes with 'scripts/k6 run' (got '${1:-}')"
   shift
   while [ $# -gt 0 ]; do
@@ -41,6 +41,7 @@ k6_instances() {
         start_at=*) start_at=${1#start_at=}; prev=''; args=("${args[@]:0:${#args[@]}-1}"); shift; continue ;;
         results_dir=*) rdir=${1#results_dir=} ;;
         threads=*) threads=${1#threads=} ;;
+        workload=*) workload=${1#workload=} ;;
       esac
     fi
     args+=("$1"); prev=$1; shift
@@ -87,6 +88,8 @@ k6_instances() {
     printf 'scripts/k6: warning: start_at=%s is %s s in the past: this host starts at once\n' \
       "$start_at" $(((now_ms - start_at) / 1000)) >&2
   fi
+  # k6's --tag replaces the script's own tags (testid, workload) on k6's built-in series: give them too
+  [ -n "$workload" ] || workload=$(sed -n '/"workload": {/,/}/s/.*"default": "\([a-z_]*\)".*/\1/p' "$ROOT/k6/contract.json" | head -1)
   mkdir -p "$rdir"
   for a in "${ids[@]}"; do
     [ ! -e "$rdir/$testid.instance-$a.json" ] || k6_instances_die "$rdir/$testid.instance-$a.json exists: a testid names one run; choose another -e testid"
@@ -103,7 +106,8 @@ k6_instances() {
   for i in "${ids[@]}"; do
     log=$rdir/$testid.instance-$i.log
     "$K6" run --execution-segment "$i/$n:$((i + 1))/$n" --execution-segment-sequence "$seq" \
-      --tag "instance_id=$i" -e "testid=$testid" -e "start_at=$start_at" "${args[@]}" \
+      --tag "instance_id=$i" --tag "testid=$testid" --tag "workload=$workload" \
+      -e "testid=$testid" -e "start_at=$start_at" "${args[@]}" \
       > >(tee "$log" | k6_instances_prefix "$i") 2>&1 &
     pid=$!
     pid_of[$i]=$pid; id_of[$pid]=$i
