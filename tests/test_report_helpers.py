@@ -179,8 +179,9 @@ def md_tables_after(md, heading):
 
 
 def k6_summary_table(stdout):
-    """k6's own per-step table (k6/lib/summary.js): {threads: (qps, tps, p95, avg)}."""
+    """k6's own per-step table (k6/lib/summary.js: Threads | QPS | TPS | p95 | avg | errors |
+    reconnects): {threads: (qps, tps, p95, avg)}."""
     out = {}
-    for m in re.finditer(r"^\| (\d+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| \d+ \|$", stdout, re.M):
+    for m in re.finditer(r"^\| (\d+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| \d+ \|(?: \d+ \|)?$", stdout, re.M):
         out[int(m.group(1))] = tuple(float(m.group(i)) for i in range(2, 6))
     return out
