@@ -163,8 +163,14 @@ def test_single_run_report_matches_k6_summary(tidb_run, tmp_path):
         md = (out / "report.md").read_text()
         k6_table = k6_summary_table(stdout)
         assert sorted(k6_table) == [2, 4]
-        [table] = md_tables_after(md, "### Point Select performance")
+        table, dist = md_tables_after(md, "### Point Select performance")
         assert table[0] == ["Threads", "QPS", "TPS", "95% latency (ms)", "avg latency (ms)"]
+        # the latency distribution by sysbench's method: the manifest's figures
+        assert dist[0] == ["Threads", "min", "50%", "95%", "99%", "max"]
+        steps = {s["threads"]: s["latency_ms"] for s in summary(testid)["steps"]}
+        for r in dist[1:]:
+            lat = steps[int(r[0])]
+            assert [float(x) for x in r[1:]] == [round(lat[k], 2) for k in ("min", "p50", "pct_value", "p99", "max")], (r, lat)
         rows = {int(r[0]): [float(x) for x in r[1:]] for r in table[1:]}
         assert sorted(rows) == [2, 4]
         for t, (qps, tps, p95, avg) in rows.items():
