@@ -11,8 +11,9 @@
 // prepares, executes and closes it on every call (three round trips), while this one
 // prepares each distinct statement once per connection and re-executes it, as sysbench
 // does with its server-side prepared statements. Statements without arguments (BEGIN,
-// COMMIT, DDL) go as plain text queries, as sysbench sends them. Scripts stay portable:
-// they run unchanged on a stock k6 with the official driver, only slower.
+// COMMIT, DDL) go as plain text queries. Two more calls of our own: `PrepareMarker + sql`
+// prepares without executing (a step's connect phase, as sysbench's thread_init), and the
+// DSN parameter tbs_ssl_ca=<PEM file> verifies the server's TLS certificate against that CA.
 //
 // One more guard: database/sql silently retries a statement on a new connection when the
 // driver reports driver.ErrBadConn. Inside an explicit transaction (BEGIN sent as text) that
