@@ -318,3 +318,56 @@ func TestNoLivenessProbePerStatement(t *testing.T) {
 		t.Fatalf("the statement after the failure should run on a new connection, got %v", err)
 	}
 }
+
+// TestPrepareMarkerPreparesWithoutExecuting: PrepareMarker + an UPDATE prepares it on the
+// connection (one Com_stmt_prepare) and runs nothing; the same statement then executes from
+// the cache without another prepare.
+func TestPrepareMarkerPreparesWithoutExecuting(t *testing.T) {
+	db := open(t, DriverName, targets()[1].addr)
+	if _, err := db.Exec("CREATE TEMPORARY TABLE tbs_marker (id INT PRIMARY KEY, k INT)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("INSERT INTO tbs_marker VALUES (1, 10)"); err != nil {
+		t.Fatal(err)
+	}
+	const upd = "UPDATE tbs_marker SET k=k+1 WHERE id=?"
+	before := sessionStatus(t, db, "Com_stmt_prepare")
+	res, err := db.Exec(PrepareMarker + upd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 0 {
+		t.Fatalf("prepare-only call affected %d rows", n)
+	}
+	var k int
+	if err := db.QueryRow("SELECT k FROM tbs_marker WHERE id=1").Scan(&k); err != nil || k != 10 {
+		t.Fatalf("k = %d (err %v): the prepare-only call executed the UPDATE", k, err)
+	}
+	if got := sessionStatus(t, db, "Com_stmt_prepare") - before; got != 1 {
+		t.Fatalf("%d prepares for the marker, want 1", got)
+	}
+	if _, err := db.Exec(upd, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := sessionStatus(t, db, "Com_stmt_prepare") - before; got != 1 {
+		t.Fatalf("executing after the marker prepared again (%d prepares)", got)
+	}
+	if err := db.QueryRow("SELECT k FROM tbs_marker WHERE id=1").Scan(&k); err != nil || k != 11 {
+		t.Fatalf("k = %d after one UPDATE (err %v)", k, err)
+	}
+}
+
+func TestTakeParam(t *testing.T) {
+	cases := []struct{ in, out, val string }{
+		{"u:p@tcp(h:1)/db?timeout=5s&tbs_ssl_ca=%2Ftmp%2Fca.pem&tls=x", "u:p@tcp(h:1)/db?timeout=5s&tls=x", "/tmp/ca.pem"},
+		{"u:p@tcp(h:1)/db?tbs_ssl_ca=a", "u:p@tcp(h:1)/db", "a"},
+		{"u:p@tcp(h:1)/db?timeout=5s", "u:p@tcp(h:1)/db?timeout=5s", ""},
+		{"u:p@tcp(h:1)/db", "u:p@tcp(h:1)/db", ""},
+	}
+	for _, c := range cases {
+		out, val := takeParam(c.in, "tbs_ssl_ca")
+		if out != c.out || val != c.val {
+			t.Errorf("takeParam(%q) = %q, %q; want %q, %q", c.in, out, val, c.out, c.val)
+		}
+	}
+}
