@@ -171,8 +171,12 @@ def test_rate_is_kept_with_service_latency_near_sysbench(stack):
                    "--rate=2000", "--percentile=95")
     sb_avg = float(re.search(r"avg:\s+([\d.]+)", out).group(1))
     sb_p95 = float(re.search(r"95th percentile:\s+([\d.]+)", out).group(1))
-    _, s = run("mariadb", db, "tables=1", "table_size=10000", "threads=8", "time=10", "rate=2000")
+    p, s = run("mariadb", db, "tables=1", "table_size=10000", "threads=8", "time=10", "rate=2000",
+               "report_interval=2")
     (st,) = s["steps"]
+    # sysbench's interval lines, with its second line for rate mode
+    assert re.search(r"^\[ \d+s \] thds: 8 tps: [\d.]+ qps: [\d.]+ \(r/w/o: ", p.stdout, re.M), p.stdout
+    assert re.search(r"^\[ \d+s \] queue length: \d+, concurrency: \d+$", p.stdout, re.M), p.stdout
     assert abs(st["tps"] - 2000) <= 0.02 * 2000, st["tps"]
     assert st["rate"]["dropped"] == 0 and st["rate"]["backlog_at_end"] < 50, st["rate"]
     lat, resp = st["latency_ms"], st["response_latency_ms"]
