@@ -1,0 +1,88 @@
+"""scripts/bench in a tiny mode (a second or two per figure) against the local stack's real
+TiDB, sysbench 1.0.20 and Prometheus: every figure's line is printed with numbers, with the
+command and the conditions, and the database's CPU affinity is given back. A smoke test of
+the benchmark, not a speed assertion: the figures themselves are not judged here."""
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import ROOT, STATE
+
+NUM = r"[-+]?\d+(?:\.\d+)?"
+DB = "sbtest_bench_smoke"
+TINY = ["--targets", "tidb", "--threads", "2", "--seconds", "1", "--rounds", "1", "--tables", "1",
+        "--table-size", "1000", "--db", DB]
+
+
+def bench(*args, timeout=600):
+    return subprocess.run([str(ROOT / "scripts/bench"), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def tidb_affinity():
+    pid = int((STATE / "run/tidb.pid").read_text().split()[0])
+    return {int(t): os.sched_getaffinity(int(t)) for t in os.listdir(f"/proc/{pid}/task")}
+
+
+def assert_line(out, pattern):
+    assert re.search(pattern, out, re.M), f"no line matching {pattern!r} in:\n{out}"
+
+
+@pytest.mark.skipif(shutil.which("sysbench") is None, reason="sysbench is not installed (apt-get install sysbench)")
+def test_bench_prints_every_figure(stack):
+    before = tidb_affinity()
+    p = bench(*TINY, "--workloads", "oltp_point_select,oltp_write_only", "--figures", "runs,tax,scale",
+              "--scale-threads", "12")
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert_line(out, r"^command: scripts/bench --targets tidb ")
+    assert_line(out, rf"^setup: .*{NUM} cores, database threads on core 0, client on core 1, .*load average {NUM}")
+    for w in ("oltp_point_select", "oltp_write_only"):
+        assert_line(out, rf"^runs: tidb {w} 2 threads: QPS ours/sysbench {NUM} \[{NUM}-{NUM}\] \(sysbench {NUM}, ours {NUM}\); "
+                         rf"p95 ours/sysbench {NUM} \[{NUM}-{NUM}\] \(sysbench {NUM} ms, ours {NUM} ms\); "
+                         rf"CPU/query ours/sysbench {NUM} \[{NUM}-{NUM}\]")
+        # the two clients' statements, told apart by schema, with exec counts and latencies on both sides
+        assert_line(out, rf"^stmt: tidb {w} all: execs sysbench [1-9]\d* ours [1-9]\d*; .*mean ms sysbench {NUM} ours {NUM}; "
+                         rf"plan-cache hits % sysbench {NUM} ours {NUM}")
+    assert_line(out, rf"^floor: tidb oltp_point_select 2 threads: k6 CPU/query / gofloor's {NUM} \[{NUM}-{NUM}\]")
+    assert_line(out, r"^floor: tidb oltp_write_only 2 threads: no gofloor figure \(gofloor runs oltp_point_select only\)")
+    assert_line(out, rf"^tax: tidb oltp_point_select 2 threads: QPS remote write on/off {NUM} \[{NUM}-{NUM}\], "
+                     rf"web dashboard on/off {NUM} \[{NUM}-{NUM}\]")
+    assert_line(out, rf"^prometheus-cpu: tidb: Prometheus' own CPU {NUM} s per minute of run with remote write, {NUM} s")
+    for w in ("oltp_point_select", "oltp_write_only"):
+        # a run that pushed nothing would have 0 series
+        assert_line(out, rf"^series: tidb {w} 3 steps .*: [1-9]\d* series with its testid")
+    assert_line(out, rf"^storage: Prometheus data dir grew {NUM} MiB per hour of run with remote write")
+    for prog in ("sysbench", "k6"):
+        assert_line(out, rf"^scale: tidb {prog} 12 threads, 1 s: peak RSS {NUM} MiB \({NUM} KiB per VU\), CPU {NUM} s "
+                         rf"\({NUM} ms per VU\).* from process start to all 12 connected {NUM} s")
+    assert_line(out, r"vus_ready 12$")
+    assert_line(out, rf"^scale: tidb 12 threads k6/sysbench: RSS {NUM}x, CPU {NUM}x, QPS {NUM}x")
+    assert_line(out, rf"^conditions: {NUM} s of bench; other processes used {NUM} of {NUM} cores on average -> (quiet|BUSY)")
+    assert "--mysql-password" not in out
+    # the server's threads have their affinity back (threads born meanwhile: the main thread's)
+    after = tidb_affinity()
+    main = before[min(before)]
+    assert all(after[t] == before.get(t, main) for t in after), (before, after)
+
+
+@pytest.mark.skipif(shutil.which("sysbench") is None, reason="sysbench is not installed (apt-get install sysbench)")
+def test_bench_soak_rss(stack):
+    p = bench(*TINY, "--soak-rss", "--minutes", "0.1", "--soak-interval", "0.5")
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert_line(out, rf"^soak-rss: tidb oltp_point_select 2 threads, 6 s at full speed \(QPS {NUM}, remote write on\), "
+                     rf"RSS sampled every 0.5 s: {NUM} MiB at minute {NUM}, {NUM} MiB at minute {NUM}: growth {NUM}%")
+    assert_line(out, r"^conditions: ")
+
+
+def test_bench_bad_input():
+    for args, named in ((["--figures", "runs,speed"], "'speed'"), (["--targets", "postgres"], "'postgres'"),
+                        (["--workloads", "oltp_nope"], "'oltp_nope'"), (["--pin-db", "1", "--pin-client", "1"], "1"),
+                        (["--db", "other"], "'other'")):
+        p = bench(*args, timeout=60)
+        assert p.returncode != 0, (args, p.stdout)
+        assert "error:" in p.stderr and named in p.stderr, (args, p.stderr)
+        assert "command:" not in p.stdout  # stopped before any run
