@@ -175,8 +175,8 @@ def test_rate_is_kept_with_service_latency_near_sysbench(stack):
                "report_interval=2")
     (st,) = s["steps"]
     # sysbench's interval lines, with its second line for rate mode
-    assert re.search(r"^\[ \d+s \] thds: 8 tps: [\d.]+ qps: [\d.]+ \(r/w/o: ", p.stdout, re.M), p.stdout
-    assert re.search(r"^\[ \d+s \] queue length: \d+, concurrency: \d+$", p.stdout, re.M), p.stdout
+    assert re.search(r"^\[ \d+s \] thds: 8 tps: [\d.]+ qps: [\d.]+ \(r/w/o: ", p.stdout + p.stderr, re.M), p.stdout + p.stderr
+    assert re.search(r"^\[ \d+s \] queue length: \d+, concurrency: \d+$", p.stdout + p.stderr, re.M), p.stdout + p.stderr
     assert abs(st["tps"] - 2000) <= 0.02 * 2000, st["tps"]
     assert st["rate"]["dropped"] == 0 and st["rate"]["backlog_at_end"] < 50, st["rate"]
     lat, resp = st["latency_ms"], st["response_latency_ms"]
