@@ -199,6 +199,12 @@ class CutProxy:
         return len(pairs)
 
     def refuse(self):
+        # shutdown wakes the thread blocked in accept(); a bare close() would leave the
+        # listening socket alive (and accepting) under it
+        try:
+            self.srv.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.srv.close()
 
     def listen(self):
@@ -214,7 +220,7 @@ class CutProxy:
 
     def close(self):
         self.closed = True
-        self.srv.close()
+        self.refuse()
         self.cut()
 
 
@@ -541,7 +547,26 @@ scrape_configs:
             return pid_box["pid"]
         errors = []
 
+        def measure_start():
+            """The first step's measured window starts at the value of its measure_start marker,
+            which reaches Prometheus within a push interval; without Prometheus, an estimate."""
+            m = re.search(r"testid=(\S+)", "".join(lines))
+            if m and prometheus is True and "prometheus" in self.servers and self.servers["prometheus"].pid:
+                q = f'max(last_over_time(k6_oltp_marker{{testid="{m.group(1)}",event="measure_start"}}[1m]))'
+                deadline = time.time() + 5
+                while time.time() < deadline and proc.poll() is None:
+                    try:
+                        v = self.prom_value(q)
+                    except (OSError, RuntimeError):
+                        v = None
+                    if v:
+                        return v / 1000
+                    time.sleep(0.2)
+            return state["t0"] + 1.0  # (measured: the step starts about 1 s after connect_s)
+
         def fire():
+            if state["t0"] is not None:
+                state["t0"] = measure_start()
             actions = list(faults)
             if signal_at:
                 t, sig, group = (tuple(signal_at) + (False,))[:3]
@@ -783,7 +808,7 @@ def db_fault(sb, target, kind, tool="k6", seconds=20, at=5, down=5, threads=4, w
                 "gap_s": round(max([s.get("max_gap_s", 0) for s in st] or [0]), 1),
                 "disturbed": [s["threads"] for s in st if s.get("max_gap_s", 0) >= 1],
                 "qps_before": k6_qps_between(sb, r.testid, t_fault - 3, t_fault) if r.testid else None,
-                "qps_after": k6_qps_between(sb, r.testid, back[0] + 2, end) if back and r.testid else 0.0,
+                "qps_after": k6_qps_between(sb, r.testid, back[0] + 1, end) if back and r.testid else 0.0,
                 "results_file": bool(r.summary),
             })
             row["_run"] = r
