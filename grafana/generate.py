@@ -284,6 +284,13 @@ def annotations():
             f'(max_over_time(k6_oltp_marker{{{m}, event="step_start"}}[$__range]))',
             "{{threads}} threads", "step start of {{testid}}: {{workload}} on version {{version}}",
             "threads", "#5794F2"),
+        marker_annotation(
+            "Outages",
+            f'max by (testid, threads, event, outage) '
+            f'(max_over_time(k6_oltp_marker{{{m}, event=~"outage_start|outage_end"}}[$__range]))',
+            "{{event}} {{outage}}", "{{testid}}, {{threads}} threads: the target went away (a first "
+            "connection lost) / every thread reconnected (k6/lib/runner.js)",
+            "event,threads", "#FF9830"),
     ]}
 
 
@@ -455,6 +462,12 @@ def benchmark_run():
               "s", targets(
                   (f"histogram_quantile(0.95, sum(rate(k6_oltp_latency_seconds{{{run}}}[{RI}])))", "p95"),
                   (f"histogram_quantile(0.99, sum(rate(k6_oltp_latency_seconds{{{run}}}[{RI}])))", "p99")),
+              w=12),
+        panel("timeseries", "Response time (rate mode)",
+              "With -e rate=N (sysbench's --rate): 95th and 99th percentile of the response time, from when each event was due to its end (queue time included, free of coordinated omission), beside the service latency of the panel on the left (from when a thread took the event, sysbench's figure). Empty for runs without a rate.",
+              "s", targets(
+                  (f"histogram_quantile(0.95, sum(rate(k6_oltp_response_latency_seconds{{{run}}}[{RI}])))", "p95"),
+                  (f"histogram_quantile(0.99, sum(rate(k6_oltp_response_latency_seconds{{{run}}}[{RI}])))", "p99")),
               w=12),
         panel("timeseries", "Mean latency",
               "Mean event latency: rate of the histogram's sum over the rate of its count.",

@@ -251,7 +251,8 @@ def test_latency_quantiles_come_from_histograms(parsed):
             continue
         n += 1
         metrics = {s["metric"] for s in r["selectors"]}
-        assert all(m.endswith("_bucket") or m == "k6_oltp_latency_seconds" for m in metrics), \
+        assert all(m.endswith("_bucket") or m in ("k6_oltp_latency_seconds", "k6_oltp_response_latency_seconds")
+                   for m in metrics), \
             f"{q.id}: quantile of something other than a histogram: {metrics}"
     assert n >= 12
     # and every latency/duration panel computes its latency figures from a histogram

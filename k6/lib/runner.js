@@ -7,6 +7,7 @@ import driver from 'k6/x/sql/driver/mysql';
 import exec from 'k6/execution';
 import { sleep } from 'k6';
 import { Counter, Gauge } from 'k6/metrics';
+import tbs from 'k6/x/tbs';
 import { dsn, where, CONTRACT } from './config.js';
 
 // The metrics of docs/CONTRACT.md (Prometheus names get a k6_ prefix and a unit suffix).
@@ -193,7 +194,10 @@ export function runEvent(conn, event, w, o, start, rec, stepEnd) {
         }
         metrics.reconnects.add(1, NO_TAGS);
         conn.inTx = false;
-        if (!connectUntil(conn, w.prepared, stepEnd)) return -1;
+        outageBegins();
+        const back = connectUntil(conn, w.prepared, stepEnd);
+        outageEnds();
+        if (!back) return -1;
         continue; // restart the event on the new connection
       }
       const ignored = isIgnored(o, code);
@@ -205,6 +209,25 @@ export function runEvent(conn, event, w, o, start, rec, stepEnd) {
       conn.rollback();
       // restart the event
     }
+  }
+}
+
+// Outages: from the moment a first VU of the process loses its connection until no VU is
+// reconnecting any more, marked with k6_oltp_marker events outage_start / outage_end (label
+// `outage`: its number in the run) for the dashboards' annotations.
+const reconnecting = tbs.counter('outage/reconnecting');
+const outageSeq = tbs.counter('outage/seq');
+
+function outageBegins() {
+  if (reconnecting.add(1) === 1) {
+    const n = outageSeq.add(1);
+    metrics.marker.add(Date.now(), { event: 'outage_start', outage: String(n) });
+  }
+}
+
+function outageEnds() {
+  if (reconnecting.add(-1) === 0) {
+    metrics.marker.add(Date.now(), { event: 'outage_end', outage: String(outageSeq.get()) });
   }
 }
 
