@@ -26,6 +26,7 @@ import math
 import os
 import re
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 # sysbench 1.0.20 src/sb_histogram.c: sb_histogram_init(h, 1024, 0.001, 100000)
@@ -35,7 +36,7 @@ HIST_MAX_MS = 100000.0
 RANGE_DEDUCT = math.log(HIST_MIN_MS)
 RANGE_MULT = (HIST_BUCKETS - 1) / (math.log(HIST_MAX_MS) - math.log(HIST_MIN_MS))
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-SEGMENT_RE = re.compile(r"^(\d+)/(\d+):(\d+)/(\d+)$")
+SEGMENT_RE = re.compile(r"^(\d+(?:/\d+)?):(\d+(?:/\d+)?)$")
 COUNTS = ("transactions", "errors", "reconnects")
 
 
@@ -111,18 +112,26 @@ def latency_from_histogram(h, pct):
     return out
 
 
+def _fraction(x):
+    a, _, b = x.partition("/")
+    return Fraction(int(a), int(b or 1))
+
+
 def parse_segment(seg, where):
-    m = SEGMENT_RE.match(str(seg or ""))
-    if not m:
-        raise MergeError(f"{where}: instance.segment {seg!r} is not of the form i/N:(i+1)/N")
-    a, n, b, n2 = map(int, m.groups())
-    if n != n2 or b != a + 1 or not 0 <= a < n:
-        raise MergeError(f"{where}: instance.segment {seg!r} is not one of N equal segments i/N:(i+1)/N")
-    return a, n
+    """k6's execution segment -> (position 0..N-1, N). scripts/k6 writes i/N:(i+1)/N, k6-operator
+    0:1/N ... (N-1)/N:1; a process without a segment ran the whole test (0:1)."""
+    m = SEGMENT_RE.match(str(seg or "0:1"))
+    a, b = (_fraction(m.group(1)), _fraction(m.group(2))) if m else (None, None)
+    if not m or not 0 <= a < b <= 1 or (b - a).numerator != 1 or (a / (b - a)).denominator != 1:
+        raise MergeError(f"{where}: instance.segment {seg!r} is not one of N equal execution segments "
+                         "(i/N:(i+1)/N, or 0:1/N ... (N-1)/N:1 as k6-operator writes them)")
+    n = (b - a).denominator
+    return int(a * n), n
 
 
 def load_instances(results, testid):
-    """{id: (path, doc)} of results/<testid>.instance-<i>.json."""
+    """{id: (path, doc)} of results/<testid>.instance-<i>.json (i: the process's instance_id tag,
+    0..N-1 from scripts/k6, 1..N from k6-operator)."""
     out = {}
     for p in sorted(Path(results).glob(f"{testid}.instance-*.json")):
         m = re.fullmatch(re.escape(testid) + r"\.instance-(\d+)\.json", p.name)
@@ -149,17 +158,23 @@ def merge(testid, files, exits=None, expected=None):
     """files: {id: (path, doc)}; exits: {id: (exit code, ended epoch ms)} from the launcher.
     -> the merged manifest (dict)."""
     exits = exits or {}
+    tagged = files
     if not files:
         raise MergeError(f"no instance files results/{testid}.instance-<i>.json: did any instance start? "
                          "(on other hosts, copy their files into results/ first)")
-    ns, seqs = set(), set()
-    for i, (p, d) in files.items():
+    ns, seqs, files, offsets = set(), set(), {}, set()
+    for tag, (p, d) in sorted(tagged.items()):
         a, n = parse_segment(d["instance"].get("segment"), p)
-        if a != i:
-            raise MergeError(f"{p}: segment {d['instance']['segment']} is not instance {i}'s")
+        if a in files:
+            raise MergeError(f"{p} and {files[a][0]} ran the same segment {d['instance'].get('segment')}")
+        files[a] = (p, d)
+        offsets.add(tag - a)
         ns.add(n)
-        seqs.add(d["instance"].get("sequence"))
-    if len(ns) != 1 or len(seqs) != 1:
+        if d["instance"].get("sequence"):
+            seqs.add(d["instance"]["sequence"])
+    # instance ids by position: scripts/k6 counts from 0, k6-operator from 1
+    offset = offsets.pop() if len(offsets) == 1 else 0
+    if len(ns) != 1 or len(seqs) > 1:
         raise MergeError(f"instance files of {testid} disagree on the split: segments of {sorted(ns)} parts, "
                          f"sequences {sorted(map(str, seqs))}")
     n = ns.pop()
@@ -185,21 +200,22 @@ def merge(testid, files, exits=None, expected=None):
         for i in ids:
             s = next((s for s in files[i][1].get("steps", []) if s.get("threads") == t), None)
             if s is not None and _step_done(s):
-                per[i] = s
+                per[i] = dict(s, _id=files[i][1]["instance"]["id"])
         if not per:
             continue
         steps.append(merge_step(t, per, pct, testid))
 
     instances = []
     for i in range(n):
-        code, ended = exits.get(i, (None, None))
-        entry = {"id": str(i), "segment": f"{i}/{n}:{i + 1}/{n}", "exit_status": code}
+        code, ended = exits.get(i + offset, (None, None))
+        entry = {"id": str(i + offset), "segment": f"{i}/{n}:{i + 1}/{n}", "exit_status": code}
         if ended is not None:
             entry["ended_at"] = ended
         if i in files:
             p, d = files[i]
             lg = d.get("load_generator") or {}
-            entry.update(file=p.name, segment=d["instance"]["segment"], load_generator=lg, k6=lg.get("k6", ""))
+            entry.update(id=str(d["instance"]["id"]), file=p.name, segment=d["instance"].get("segment") or "0:1",
+                         load_generator=lg, k6=lg.get("k6", ""))
             done = [s["threads"] for s in d.get("steps", []) if _step_done(s)]
             entry["steps_completed"] = done
             entry["client_cpu_s"] = {str(s["threads"]): s["client_cpu_s"] for s in d.get("steps", [])
@@ -209,7 +225,7 @@ def merge(testid, files, exits=None, expected=None):
                 first = next((s for s in d.get("steps", []) if s.get("threads") == missing[0]), None)
                 w = (first or {}).get("window") or {}
                 entry["missing_from"] = {"threads": missing[0],
-                                         "at": w.get("step_start") or _last_end(d) or d.get("run_end"),
+                                         "at": ended or w.get("step_start") or _last_end(d) or d.get("run_end"),
                                          "steps": missing}
         else:
             # no file (killed before its summary): nothing of it is counted; it ended during the
@@ -228,7 +244,7 @@ def merge(testid, files, exits=None, expected=None):
     out["load_generator"] = base.get("load_generator", {})
     out["steps"] = steps
     out["instances"] = instances
-    out["instances_split"] = {"count": n, "sequence": next(iter(seqs)),
+    out["instances_split"] = {"count": n, "sequence": next(iter(seqs), ""),
                               "merged_by": "scripts/lib/tbsreport/merge.py"}
     return out
 
@@ -267,7 +283,7 @@ def merge_step(t, per, pct, testid):
     wins = [s["window"] for s in ss]
     m["window"] = {k: (min if k != "measure_end" else max)(w[k] for w in wins if k in w)
                    for k in ("step_start", "measure_start", "measure_end") if any(k in w for w in wins)}
-    m["instances"] = [str(i) for i in sorted(per)]
+    m["instances"] = [str(s["_id"]) for _, s in sorted(per.items())]
     return m
 
 
