@@ -140,6 +140,13 @@ def lost_connections(target):
     assert step["transactions"] > 0
     # as sysbench counts them: a lost connection is a reconnect, not an error
     assert not prom(f'k6_oltp_errors_total{{testid="{testid}",code=~"2013|2006|2003"}}')
+    # each outage is marked for the dashboards' annotations: a start, and an end after it
+    res = prom_wait(f'max by (event, outage) (last_over_time(k6_oltp_marker{{testid="{testid}",event=~"outage_.*"}}[10m]))',
+                    lambda r: {x["metric"]["event"] for x in r} == {"outage_start", "outage_end"})
+    times = {(x["metric"]["event"], x["metric"]["outage"]): float(x["value"][1]) for x in res}
+    for (event, n), t in times.items():
+        if event == "outage_start" and ("outage_end", n) in times:
+            assert times[("outage_end", n)] >= t
     # cut transactions were rolled back by the server and restarted whole: no half event
     # (a DELETE without its INSERT) was committed on a new connection
     for t in (1, 2):
