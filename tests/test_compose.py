@@ -31,7 +31,8 @@ TEST_PASSWORD = "test-only-not-a-secret"
 
 CLUSTER_ONLY = {"pd2", "pd3", "tikv2", "tikv3", "tidb2", "tidb3", "haproxy"}
 DEFAULT_SERVICES = {"pd", "tikv", "tidb", "prometheus", "loki", "alloy", "grafana",
-                    "grafana-renderer", "node-exporter"}
+                    "grafana-renderer", "node-exporter",
+                    "pingcap-dashboards"}  # PingCAP's dashboards for Grafana (tests/test_pingcap_dashboards.py)
 # Host paths mounted on purpose (not repository files): node_exporter's view of the host,
 # Alloy's access to the Docker engine's container list and logs.
 HOST_PATHS = {"/", "/var/run/docker.sock"}
