@@ -165,6 +165,11 @@ def merge(testid, files, exits=None, expected=None):
     ns, seqs, files, offsets = set(), set(), {}, set()
     for tag, (p, d) in sorted(tagged.items()):
         a, n = parse_segment(d["instance"].get("segment"), p)
+        inst = d["instance"]
+        if "lane" in inst and "instances" in inst and (int(inst["lane"]), int(inst["instances"])) != (a, n) \
+                and inst.get("segment"):
+            raise MergeError(f"{p}: instance lane {inst['lane']} of {inst['instances']} disagrees with its "
+                             f"segment {inst['segment']}")
         if a in files:
             raise MergeError(f"{p} and {files[a][0]} ran the same segment {d['instance'].get('segment')}")
         files[a] = (p, d)
@@ -243,6 +248,9 @@ def merge(testid, files, exits=None, expected=None):
     out["run_end"] = max((d.get("run_end") for _, d in files.values() if d.get("run_end")), default=None)
     out["load_generator"] = base.get("load_generator", {})
     out["steps"] = steps
+    out.pop("interrupted", None)
+    if any(e["status"] != "complete" for e in instances) or len(steps) < len(thread_steps):
+        out["interrupted"] = True
     out["instances"] = instances
     out["instances_split"] = {"count": n, "sequence": next(iter(seqs), ""),
                               "merged_by": "scripts/lib/tbsreport/merge.py"}
