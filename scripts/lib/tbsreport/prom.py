@@ -17,6 +17,7 @@ values are the phase's totals):
 import json
 import math
 import os
+import re
 import sys
 import urllib.error
 import urllib.parse
@@ -127,6 +128,8 @@ def step_query_params(testid, step):
     at_ms = int(w["measure_end"]) + TAIL_MS
     range_ms = at_ms - int(w["measure_start"])
     sel = f'testid="{testid}",threads="{step["threads"]}",warmup="false"'
+    if step.get("instances"):  # a merged run (tbsreport/merge.py): only the instances that finished the step
+        sel += f',instance_id=~"{"|".join(re.escape(str(i)) for i in step["instances"])}"'
     return sel, _fmt_at(at_ms), range_ms
 
 
