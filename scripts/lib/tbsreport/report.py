@@ -90,6 +90,11 @@ class Report:
                 self.warnings.extend(crosscheck(run, figs))
                 self.bottlenecks.extend(bottlenecks(run, figs))
         self.prom_version = self.prom.version()
+        from . import loadgen  # the k6 instances, CPU saturation, instances that did not finish
+        self.loadgens, self.loadgen_warnings = loadgen.collect(
+            self.prom, [s.by_workload()[w] for s in self.sets for w in self.workloads])
+        for w in self.loadgen_warnings:
+            print(f"warning: {w}", file=sys.stderr)
 
     # -- helpers
     def cols(self):
@@ -189,6 +194,8 @@ class Report:
         ]
         L.append(md_table(self.cols(), rows))
         L.append("")
+        from . import loadgen
+        L.extend(loadgen.markdown(self.loadgens, self.loadgen_warnings))
         L.append("### Software versions")
         L.append("")
         factors = [f.bucket_factor for figs in self.figs.values() for f in figs]
