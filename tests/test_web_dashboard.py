@@ -183,3 +183,10 @@ def test_live_run_shows_our_panels_with_data_and_saves_the_export(stack, tmp_pat
         chrome.close()
     for row in ("Per thread step", "oltp_latency{threads:2}", "oltp_reconnects{threads:4}", "oltp_errors{threads:4}"):
         assert row in etext, f"{row} not in the export:\n{etext[:3000]}"
+    # ... and the run's report carries it
+    from test_report_helpers import run_report
+    p = run_report("--results", str(tmp_path), "--out", str(tmp_path / "report"), testid, env={"GRAFANA_URL": ""})
+    assert p.returncode == 0, p.stderr
+    copied = tmp_path / "report" / "web-dashboard" / export.name
+    assert copied.read_bytes() == export.read_bytes()
+    assert f"](web-dashboard/{export.name})" in (tmp_path / "report" / "report.md").read_text()

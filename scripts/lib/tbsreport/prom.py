@@ -180,31 +180,38 @@ def _generate():
     return generate
 
 
-def resource_queries(product, testid, range_ms):
-    """PromQL for the CPU seconds the target and the load generator used in a window of
-    range_ms ending at the evaluation time: the counters' increase (TiDB + TiKV + PD from their
-    process metrics, or mysqld/mariadbd from process-exporter; k6 from the contract's
-    k6_oltp_client_cpu_seconds_total)."""
+def resource_queries(product, testid, start_ms, end_ms):
+    """PromQL for the CPU cores the target and the load generator used on average between two
+    times (epoch ms): each counter's last sample at the end minus its last sample at the start,
+    over the time between those samples (`@` pins both; unlike increase() over the window, this
+    needs no two samples inside a short step). Target: TiDB + TiKV + PD from their process
+    metrics, or mysqld/mariadbd from process-exporter; k6: the contract's
+    k6_oltp_client_cpu_seconds_total."""
     sel = _generate().SEL
-    r = f"[{range_ms}ms]"
     if product == "tidb":
-        db = f"sum(increase(process_cpu_seconds_total{{{sel['db_tidb']}}}{r}))"
+        metric = f"process_cpu_seconds_total{{{sel['db_tidb']}}}"
     else:
-        db = f"sum(increase(namedprocess_namegroup_cpu_seconds_total{{{sel['db_mysql']}}}{r}))"
-    k6 = f'sum(increase(k6_oltp_client_cpu_seconds_total{{testid="{testid}"}}{r}))'
-    return db, k6
+        metric = f"namedprocess_namegroup_cpu_seconds_total{{{sel['db_mysql']}}}"
+    k6 = f'k6_oltp_client_cpu_seconds_total{{testid="{testid}"}}'
+    s, e = f"{start_ms / 1000:.3f}", f"{end_ms / 1000:.3f}"
+
+    def cores(m):
+        return (f"(sum({m} @ {e}) - sum({m} @ {s})) / "
+                f"(max(timestamp({m} @ {e})) - max(timestamp({m} @ {s})))")
+    return cores(metric), cores(k6)
 
 
 def step_resources(prom, run, fig):
     """Fills fig.db_cores and fig.k6_cores (None where Prometheus has no such series)."""
     w = fig.k6["window"]
-    rng = int(w["measure_end"]) - int(w["measure_start"])
-    db, k6 = resource_queries(run.manifest.get("product", ""), run.testid, rng)
+    db, k6 = resource_queries(run.manifest.get("product", ""), run.testid,
+                              int(w["measure_start"]), int(w["measure_end"]))
     at = _fmt_at(int(w["measure_end"]))
-    cpu = _scalar(prom.query(db, at))
-    fig.db_cores = cpu / fig.seconds if cpu is not None and fig.seconds else None
-    cpu = _scalar(prom.query(k6, at))
-    fig.k6_cores = cpu / fig.seconds if cpu is not None and fig.seconds else None
+    def cores(expr):  # None without two samples apart, or across a restart (counter reset)
+        v = _scalar(prom.query(expr, at))
+        return v if v is not None and math.isfinite(v) and v >= 0 else None
+    fig.db_cores = cores(db)
+    fig.k6_cores = cores(k6)
 
 
 BOTTLENECK_SHARE = 0.9  # k6 busy on this share of its cores: the load generator set the pace
