@@ -56,8 +56,8 @@ def test_bench_prints_every_figure(stack):
         assert_line(out, rf"^series: tidb {w} 3 steps .*: [1-9]\d* series with its testid")
     assert_line(out, rf"^storage: Prometheus data dir grew {NUM} MiB per hour of run with remote write")
     for prog in ("sysbench", "k6"):
-        assert_line(out, rf"^scale: tidb {prog} 12 threads, 1 s: peak RSS {NUM} MiB \({NUM} KiB per VU\), CPU {NUM} s "
-                         rf"\({NUM} ms per VU\).* from process start to all 12 connected {NUM} s")
+        assert_line(out, rf"^scale: tidb {prog} 12 threads, 1 s: peak RSS {NUM} MiB \({NUM} KiB per VU\), CPU {NUM} s in all"
+                         rf".*\({NUM} ms per VU\).* from process start to all 12 connected {NUM} s.*p95 {NUM} ms")
     assert_line(out, r"vus_ready 12$")
     assert_line(out, rf"^scale: tidb 12 threads k6/sysbench: RSS {NUM}x, CPU {NUM}x, QPS {NUM}x")
     assert_line(out, rf"^conditions: {NUM} s of bench; other processes used {NUM} of {NUM} cores on average -> (quiet|BUSY)")

@@ -209,8 +209,10 @@ def stmt_summary(mysql_cmd, env, schemas):
         f = line.split("\t")
         if len(f) < 7:
             continue
-        key = (f[0], f[1], f[2])
-        rows[key] = [int(f[3]), int(f[4]), int(f[5]), f[6]]
+        # one digest can have several rows (TiDB keys COMMIT by the statement before it, and
+        # by plan digest): summed
+        r = rows.setdefault((f[0], f[1], f[2]), [0, 0, 0, f[6]])
+        r[0] += int(f[3]); r[1] += int(f[4]); r[2] += int(f[5])
     return rows
 
 
