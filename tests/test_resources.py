@@ -1,0 +1,143 @@
+"""Resource use per run and per step (issue 13): what a step cost the database and the load
+generator.
+
+Two real 2-step oltp_read_write runs (local TiDB, local MariaDB). The report's per-step CPU
+(counters' increase over the measured window: TiDB's own process metrics, MariaDB's from
+process-exporter, k6's k6_oltp_client_cpu_seconds_total) is checked against independent
+figures: the Benchmark run dashboard's step table (a different PromQL: the mean rate over the
+times the step's series exist), k6's own per-step client CPU in the run manifest, and the host's
+busy CPU from node_exporter (the processes cannot have used more). The A vs B report compares
+QPS per core. The bottleneck warning is checked on figures made to cross its threshold.
+"""
+import json
+import re
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT, fresh_db, k6, prom, prom_wait
+
+sys.path.insert(0, str(ROOT / "scripts/lib"))
+sys.path.insert(0, str(ROOT / "grafana"))
+import dashtools as dt  # noqa: E402
+from tbsreport.manifest import resolve  # noqa: E402
+from tbsreport.prom import Prometheus, StepFigures, bottlenecks, run_figures  # noqa: E402
+from test_report_helpers import md_tables_after, run_report  # noqa: E402
+
+DB = "sbtest_resources"
+PORTS = {"tidb": 4000, "mariadb": 3306}
+
+
+@pytest.fixture(scope="module")
+def runs(stack, tmp_path_factory):
+    res = tmp_path_factory.mktemp("results")
+    out = {}
+    for target, port in PORTS.items():
+        fresh_db(target, DB)
+        common = ["-e", f"mysql_port={port}", "-e", f"mysql_db={DB}", "-e", "tables=2", "-e", "table_size=5000"]
+        k6("run", "-q", *common, "prepare.js", env={"K6_OUT": ""})
+        testid = f"res-{target}-{int(time.time())}"
+        k6("run", "-q", *common, "-e", "workload=oltp_read_write", "-e", "threads=2,4", "-e", "time=12",
+           "-e", "warmup_time=2", "-e", f"testid={testid}", "-e", f"results_dir={res}", "oltp.js")
+        out[target] = testid
+    for testid in out.values():
+        prom_wait(f'max_over_time(k6_oltp_marker{{testid="{testid}", event="run_end"}}[10m])', bool, timeout=60)
+    time.sleep(8)  # the scrapes after the last measured window (5 s interval)
+    return res, out
+
+
+def figures(res, testid):
+    rs = resolve(res, testid)
+    run = rs.first
+    return run, run_figures(Prometheus("http://127.0.0.1:9090"), run)
+
+
+def host_busy_cores(step):
+    w = step["window"]
+    rng = int(w["measure_end"] - w["measure_start"])
+    r = prom(f'sum(increase(node_cpu_seconds_total{{job="node", mode!="idle"}}[{rng}ms]))',
+             at=f"{w['measure_end'] / 1000:.3f}")
+    return float(r[0]["value"][1]) / (rng / 1000)
+
+
+def test_report_figures_per_step_against_independent_ones(runs):
+    res, ids = runs
+    d = json.loads((ROOT / "grafana/dashboards/benchmark/benchmark-run.json").read_text())
+    table = next(p for p in dt.panels(d) if p["title"] == "Thread steps")
+    for target, testid in ids.items():
+        run, figs = figures(res, testid)
+        # the dashboard's step table over the run, as Grafana asks it (instant, $__range)
+        m = run.manifest
+        now = time.time()
+        vals = {**dt.static_values(d), "testid": testid, "workload": ".*", "version": ".*", "threads": ".*",
+                "__range": f"{int(now - m['run_start'] / 1000) + 30}s", "__rate_interval": "20s"}
+        dash = {}
+        for t in table["targets"]:
+            r = prom(dt.substitute(t["expr"], vals), at=now)
+            dash[t["refId"]] = {x["metric"]["threads"]: float(x["value"][1]) for x in r}
+        for f in figs:
+            th = str(f.threads)
+            assert f.db_cores and f.db_cores > 0.05, (target, f)
+            assert f.k6_cores and f.k6_cores > 0.05, (target, f)
+            assert abs(f.qps_per_core - f.qps / f.db_cores) < 1e-6
+            # k6's own per-step CPU (the run manifest, from the process itself)
+            own = f.k6.get("client_cpu_s")
+            if own is not None:
+                own_cores = own / (f.k6.get("elapsed_s") or f.seconds)
+                assert abs(f.k6_cores - own_cores) <= 0.3 * own_cores + 0.03, (target, th, f.k6_cores, own_cores)
+            # the dashboard's table: same steps, same figures within the difference of method
+            assert abs(dash["E"][th] - f.db_cores) <= 0.3 * f.db_cores + 0.05, (target, th, dash["E"], f.db_cores)
+            assert abs(dash["G"][th] - f.k6_cores) <= 0.3 * f.k6_cores + 0.05, (target, th, dash["G"], f.k6_cores)
+            assert abs(dash["F"][th] - dash["A"][th] / dash["E"][th]) <= 1e-6 * dash["F"][th]
+            # the host was at least as busy as the database and k6 together
+            busy = host_busy_cores(f.k6)
+            assert f.db_cores + f.k6_cores <= busy * 1.1 + 0.05, (target, th, f.db_cores, f.k6_cores, busy)
+            print(f"{target} {th} threads: QPS {f.qps:.0f}, DB {f.db_cores:.2f} cores ({f.qps_per_core:.0f} QPS/core, "
+                  f"dashboard {dash['E'][th]:.2f}), k6 {f.k6_cores:.2f} cores (dashboard {dash['G'][th]:.2f}, "
+                  f"its own {own_cores if own is not None else float('nan'):.2f}), host busy {busy:.2f} cores")
+
+
+def test_reports_show_resources_and_compare_qps_per_core(runs, tmp_path):
+    res, ids = runs
+    out = tmp_path / "ab"
+    p = run_report("--results", str(res), "--out", str(out), ids["tidb"], ids["mariadb"], env={"GRAFANA_URL": ""})
+    assert p.returncode == 0, p.stderr
+    md = (out / "report.md").read_text()
+    [t] = md_tables_after(md, "### Read Write resources")
+    hdr = t[0]
+    assert hdr[0] == "Threads" and hdr[2].endswith("QPS per DB core") and hdr[4].endswith("QPS per DB core")
+    assert hdr[5] == "QPS per core change"
+    changes = []
+    for r in t[1:]:
+        a, b = float(r[2]), float(r[4])
+        changes.append(float(r[5].rstrip("%")))
+        assert abs(changes[-1] - (b - a) / a * 100) < 0.2 + 100 * 0.1 / a
+    m = re.search(r"'s Read Write QPS per database core is (up|down) ([\d.]+)%", md)
+    assert m, md
+    mean = sum(changes) / len(changes)
+    assert abs(float(m.group(2)) * (1 if m.group(1) == "up" else -1) - mean) < 0.02
+    assert "Not recorded" not in md
+    # one run: its table, with k6's share of its cores
+    p = run_report("--results", str(res), "--out", str(tmp_path / "one"), ids["mariadb"], env={"GRAFANA_URL": ""})
+    assert p.returncode == 0, p.stderr
+    md = (tmp_path / "one" / "report.md").read_text()
+    [t] = md_tables_after(md, "### Read Write resources")
+    assert t[0] == ["Threads", "QPS", "DB CPU (cores)", "QPS per DB core", "k6 CPU (cores)", "k6 CPU of its cores"]
+    assert [r[0] for r in t[1:]] == ["2", "4"] and all(float(r[2]) > 0 and float(r[4]) > 0 for r in t[1:])
+
+
+def test_bottleneck_warning_when_k6_used_its_cores():
+    class Run:
+        workload, testid = "oltp_point_select", "t1"
+        manifest = {"load_generator": {"cpu_cores": 2}}
+
+    def fig(k6_cores):
+        return StepFigures(threads=8, seconds=10, queries=1, transactions=1, errors=0, qps=1, tps=1, p95_ms=1,
+                           avg_ms=1, count=1, bucket_factor=1, k6_cores=k6_cores)
+    assert bottlenecks(Run, [fig(1.0), fig(None)]) == []
+    [w] = bottlenecks(Run, [fig(1.0), fig(1.85)])
+    assert "8 threads" in w and "bottleneck" in w and "1.85" in w and "2 core" in w
+    Run.manifest = {"load_generator": {"cpu_cores": 2, "gomaxprocs": 1}}  # k6 held to one core
+    [w] = bottlenecks(Run, [fig(0.95)])
+    assert "GOMAXPROCS" in w
