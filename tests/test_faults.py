@@ -138,6 +138,7 @@ def test_log_lines_written_while_loki_was_down_arrive(sb):
     assert r.returncode == 0, r.output[-2000:]
     assert row["log_lines"] > 10
     assert row["loki_lines"] == row["log_lines"], row
+    assert row["loki_lines_during_outage"] >= 3, row  # a line a second while Loki was away
     assert row["gap_s"] < 1
 
 
