@@ -17,6 +17,7 @@ import json
 import math
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -324,3 +325,62 @@ def test_bad_input_is_refused_before_anything_starts():
     p = subprocess.run([str(ROOT / "scripts/k6"), "merge", "no-such-run"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "no instance files results/no-such-run.instance-<i>.json" in p.stderr
     assert set(RESULTS.glob("*.instance-*")) == before
+
+
+# ---------------------------------------------------------------- compose: replicas of one run
+
+def test_compose_k6_instance_replicas():
+    from test_compose import compose, compose_env, model
+    m = model("k6-instances")
+    svc = m["services"]["k6-instance"]
+    assert svc["profiles"] == ["k6-instances"] and "k6-instance" not in model("k6")["services"]
+    assert svc["deploy"]["replicas"] == 2
+    m3 = json.loads(compose("--profile", "k6-instances", "config", "--format", "json",
+                            env=compose_env(K6_INSTANCES="3")).stdout)
+    s3 = m3["services"]["k6-instance"]
+    assert s3["deploy"]["replicas"] == 3 and s3["environment"]["K6_INSTANCES"] == "3"
+    # the same image, target, remote write and results folder as the k6 service
+    k6svc = model("k6")["services"]["k6"]
+    assert svc["image"] == k6svc["image"] and svc["build"] == k6svc["build"]
+    assert {k: v for k, v in svc["environment"].items() if not k.startswith(("TBS_", "K6_INSTANCES"))} == \
+        k6svc["environment"]
+    mounts = {v["target"]: v for v in svc["volumes"]}
+    assert mounts["/scripts/results"]["source"] == str(ROOT / "results")
+    assert mounts["/tbs/instance.sh"]["source"] == str(ROOT / "compose/k6/instance.sh")
+    assert mounts["/tbs/instance.sh"].get("read_only") and svc["entrypoint"] == ["/bin/sh", "/tbs/instance.sh"]
+
+
+def stack_env(**extra):
+    env = dict(os.environ)
+    for line in (ROOT / ".stack/k6.env").read_text().splitlines():
+        if line and not line.startswith("#") and "=" in line:
+            k, v = line.split("=", 1)
+            env.setdefault(k, v)
+    env.update(PATH=f"{ROOT / 'bin'}:{env['PATH']}", TBS_RESULTS=str(RESULTS), results_dir=str(RESULTS),
+               GOMAXPROCS="1", **extra)
+    return env
+
+
+def test_compose_entrypoint_splits_one_run(tables):
+    """The replicas' entrypoint (compose/k6/instance.sh) run here twice at once with our k6, as
+    two containers would: each claims its own segment; the merge sums both."""
+    testid = f"inst-{int(time.time())}-compose"
+    env = stack_env(K6_INSTANCES="2", TBS_TESTID=testid, TBS_START_AT=str(int(time.time() * 1000) + 8000),
+                    TBS_K6_ARGS=f"-e mysql_db={DB} -e tables=2 -e table_size=5000 -e threads=2 -e time=4")
+    procs = [subprocess.Popen(["sh", str(ROOT / "compose/k6/instance.sh")], cwd=ROOT / "k6", env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=180)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[-2000:] for o in outs]
+    assert sorted(re.search(r"instance (\d) of 2", o).group(1) for o in outs) == ["0", "1"]
+    p = subprocess.run(["sh", str(ROOT / "compose/k6/instance.sh")], cwd=ROOT / "k6", env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 2 and "all 2 instances of testid" in p.stderr
+    r = subprocess.run([str(ROOT / "scripts/k6"), "merge", testid], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    merged = json.loads((RESULTS / f"{testid}.json").read_text())
+    files = files_of(testid)
+    assert sorted(files) == ["0", "1"] and [e["status"] for e in merged["instances"]] == ["complete", "complete"]
+    assert step(merged, 2)["queries"]["total"] == sum(step(d, 2)["queries"]["total"] for d in files.values()) > 0
+    p = subprocess.run(["sh", str(ROOT / "compose/k6/instance.sh")], cwd=ROOT / "k6",
+                       env=stack_env(K6_INSTANCES="x", TBS_TESTID=testid), capture_output=True, text=True)
+    assert p.returncode == 2 and "K6_INSTANCES='x'" in p.stderr
