@@ -115,8 +115,9 @@ def rss_mib(pid):
 
 
 class Conditions:
-    """How busy the machine was: CPU used by processes that are neither this bench's children
-    nor the database servers, averaged over the bench (quiet: well under 0.1 core)."""
+    """How busy the machine was: CPU used by processes other than this bench, its children and
+    the stack's servers it names (databases, Prometheus), averaged over the bench (quiet: well
+    under 0.1 core). Load other clients put on the same servers is not seen here."""
 
     def __init__(self, server_pids):
         self.server_pids = [p for p in server_pids if p]
