@@ -343,27 +343,40 @@ def step_errors(sel, window):
             f"(0 * {step_total('k6_oltp_queries_total', sel, window)})")
 
 
-def db_cpu_rate(run_sel, window=RI):
-    """CPU cores the run's target used: TiDB + TiKV + PD for a TiDB run, mysqld/mariadbd
-    (process-exporter) for a MySQL-compatible one; present only while the run's series are."""
-    tidb = (f"sum(rate(process_cpu_seconds_total{{{SEL['db_tidb']}}}[{window}])) and on () "
+def db_cpu(run_sel, fn):
+    """fn(selector) over the run's target processes: TiDB + TiKV + PD for a TiDB run,
+    mysqld/mariadbd (process-exporter) for a MySQL-compatible one; present only while the run's
+    series are. fn is e.g. a counter's sum or its samples' timestamp."""
+    tidb = (f"{fn('process_cpu_seconds_total{' + SEL['db_tidb'] + '}')} and on () "
             f"count(k6_oltp_queries_total{{{run_sel}, {SEL['version_tidb']}}})")
-    mysql = (f"sum(rate(namedprocess_namegroup_cpu_seconds_total{{{SEL['db_mysql']}}}[{window}])) and on () "
+    mysql = (f"{fn('namedprocess_namegroup_cpu_seconds_total{' + SEL['db_mysql'] + '}')} and on () "
              f"count(k6_oltp_queries_total{{{run_sel}, {SEL['version_mysql']}}})")
     return f"({tidb}) or ({mysql})"
 
 
-def k6_cpu_rate(k6_sel, window=RI):
-    """CPU cores the load generator (all k6 instances of the run) used (docs/CONTRACT.md)."""
-    return f"sum(rate(k6_oltp_client_cpu_seconds_total{{{k6_sel}}}[{window}]))"
+def step_cores(counter, stamp, meas_sel, window):
+    """CPU cores a counter of CPU seconds grew by per second during each thread step's measured
+    phase (the times its series exist), one row per step: the counter's rise over the rise of
+    its samples' timestamps, as the report computes it with @ at the window's ends. Steps without
+    a measured total are left out."""
+    mask = f"(0 * count by (threads) (k6_oltp_queries_total{{{meas_sel}}}) + 1)"
 
-
-def during_steps(expr, meas_sel, window):
-    """The mean of a one-series expression over each thread step's measured phase (the times its
-    series exist), one row per step; steps without a measured total are left out."""
-    mask = f"count by (threads) (k6_oltp_queries_total{{{meas_sel}}})"
-    return (f"(avg_over_time((({expr}) * on () group_right () (0 * {mask} + 1))[{window}:5s])) "
+    def spread(e):
+        m = f"(({e}) * on () group_right () {mask})[{window}:5s]"
+        return f"(max_over_time({m}) - min_over_time({m}))"
+    return (f"({spread(counter)} / {spread(stamp)}) "
             f"and on (threads) {step_total('k6_oltp_queries_total', meas_sel, window)}")
+
+
+def db_step_cores(run_sel, meas_sel, window):
+    return step_cores(db_cpu(run_sel, lambda m: f"sum({m})"),
+                      db_cpu(run_sel, lambda m: f"max(timestamp({m}))"), meas_sel, window)
+
+
+def k6_step_cores(k6_sel, meas_sel, window):
+    """CPU cores the load generator (all k6 instances of the run) used per step (docs/CONTRACT.md)."""
+    m = f"k6_oltp_client_cpu_seconds_total{{{k6_sel}}}"
+    return step_cores(f"sum({m})", f"max(timestamp({m}))", meas_sel, window)
 
 
 def zero_if_absent(expr, base, label, value):
@@ -417,10 +430,10 @@ def benchmark_run():
                target(step_rate("k6_oltp_transactions_total", meas, marker_run, "$__range"), ref="B", instant=True, fmt="table"),
                target(step_quantile(0.95, meas, "$__range"), ref="C", instant=True, fmt="table"),
                target(step_errors(meas, "$__range"), ref="D", instant=True, fmt="table"),
-               target(during_steps(db_cpu_rate(run), meas, "$__range"), ref="E", instant=True, fmt="table"),
+               target(db_step_cores(run, meas, "$__range"), ref="E", instant=True, fmt="table"),
                target(f"{step_rate('k6_oltp_queries_total', meas, marker_run, '$__range')} / on (threads) "
-                      f"({during_steps(db_cpu_rate(run), meas, '$__range')})", ref="F", instant=True, fmt="table"),
-               target(during_steps(k6_cpu_rate(k6), meas, "$__range"), ref="G", instant=True, fmt="table")],
+                      f"({db_step_cores(run, meas, '$__range')})", ref="F", instant=True, fmt="table"),
+               target(k6_step_cores(k6, meas, "$__range"), ref="G", instant=True, fmt="table")],
               w=24, h=7,
               overrides=[unit_override("Threads", "none", 0), unit_override("QPS", "ops", 1),
                          unit_override("TPS", "ops", 1), unit_override("p95 (ms)", "ms", 2),
