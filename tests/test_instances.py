@@ -208,6 +208,59 @@ def test_report_of_the_split_run(split_run, tmp_path):
     assert "did not finish" not in md
 
 
+def cpu_busy(testid, s, inst):
+    """k6's CPU seconds per second in a step's measured window, from Prometheus."""
+    w = s["window"]
+    rng = int(w["measure_end"] - w["measure_start"])
+    r = prom(f'increase(k6_oltp_client_cpu_seconds_total{{testid="{testid}",instance_id="{inst}"}}[{rng}ms])',
+             w["measure_end"] / 1000)
+    return float(r[0]["value"][1]) / (rng / 1000)
+
+
+def test_report_warns_when_a_load_generator_was_cpu_saturated(split_run, tmp_path):
+    """The real run's CPU figures against the instances' usable cores: with the cores they had
+    (2, GOMAXPROCS=1) no warning; the same figures with instance 0's usable cores set just under
+    what it used in the 6-thread step (a smaller load generator, doctored in a copy of the
+    manifest) warn about exactly that instance and step. Instance 0's figure comes from
+    Prometheus; an instance without the series falls back to its summary's client_cpu_s."""
+    testid, _ = split_run
+    merged = json.loads((RESULTS / f"{testid}.json").read_text())
+    p = run_report("--out", str(tmp_path / "r"), testid, env={"GRAFANA_URL": ""})
+    assert p.returncode == 0 and "load generator saturated" not in p.stderr, p.stderr
+    busy = {t: cpu_busy(testid, step(merged, t), "0") for t in THREADS}
+    assert 0 < busy[6] < 0.9, busy
+    md = (tmp_path / "r" / "report.md").read_text()
+    row = next(line for line in md.splitlines() if line.startswith(f"| {testid} | 0 |"))
+    assert row.endswith(f"| 3: {busy[3]:.2f}, 6: {busy[6]:.2f} |"), (row, busy)
+    for e in merged["instances"]:
+        row = next(line for line in md.splitlines() if line.startswith(f"| {testid} | {e['id']} |"))
+        assert "| 3: " in row and ", 6: " in row, row
+    doctored = tmp_path / "results"
+    doctored.mkdir()
+    facts = merged["instances"][0]["load_generator"]
+    facts["gomaxprocs"] = busy[6] / 0.95
+    (doctored / f"{testid}.json").write_text(json.dumps(merged))
+    p = run_report("--results", str(doctored), "--out", str(tmp_path / "d"), testid, env={"GRAFANA_URL": ""})
+    assert p.returncode == 0, p.stderr
+    warn = [line for line in p.stderr.splitlines() if "load generator saturated" in line]
+    assert warn and all(f"instance 0 on {facts['hostname']}" in w for w in warn), p.stderr
+    assert any("during the 6-thread step" in w and f"k6 used {busy[6]:.2f} CPU seconds per second" in w
+               and "Prometheus" in w for w in warn), warn
+    assert f"instance 0 on {facts['hostname']}: k6 used {busy[6]:.2f}" in (tmp_path / "d" / "report.md").read_text()
+
+
+def test_every_instance_reports_its_cpu_to_prometheus(split_run):
+    """docs/CONTRACT.md: k6_oltp_client_cpu_seconds_total per process (instance_id)."""
+    testid, _ = split_run
+    merged = json.loads((RESULTS / f"{testid}.json").read_text())
+    s = step(merged, 6)
+    rng = int(merged["run_end"] - merged["run_start"]) + 10000
+    r = prom(f'count by (instance_id) '
+             f'(count_over_time(k6_oltp_client_cpu_seconds_total{{testid="{testid}"}}[{rng}ms]))',
+             (merged["run_end"] + 5000) / 1000)
+    assert sorted(x["metric"]["instance_id"] for x in r) == ["0", "1", "2"], (s["threads"], r)
+
+
 # ---------------------------------------------------------------- one instance dies
 
 def test_killed_instance_fails_the_launcher_and_is_named(killed_run):
