@@ -194,7 +194,8 @@ def test_static_manifests_pass_kubernetes_validate(tmp_path):
     files = sorted((ROOT / "k8s").rglob("*.yaml"))
     assert {f.relative_to(ROOT).as_posix() for f in files} >= {"k8s/k6/results.yaml", "k8s/prometheus/rbac.yaml"}
     for f in files:
-        r = subprocess.run([tool("kubernetes-validate"), "--strict", str(f)], capture_output=True, text=True, timeout=120)
+        r = subprocess.run([tool("kubernetes-validate"), "--strict", str(f)], capture_output=True, text=True,
+                           timeout=120)
         assert r.returncode == 0, (f, r.stdout, r.stderr)
         assert "Couldn't find schema" not in r.stdout + r.stderr, f
         n = len(docs_of(f.read_text()))

@@ -302,7 +302,8 @@ def summary_table(m):
         what = f"steps {','.join(map(str, e['steps_completed'])) or 'none'}"
         if "missing_from" in e:
             mf = e["missing_from"]
-            what += f"; missing from the {mf['threads']}-thread step" + (" (no results file)" if mf.get("no_file") else "")
+            what += f"; missing from the {mf['threads']}-thread step"
+            what += " (no results file)" if mf.get("no_file") else ""
         lines.append(f"  instance {e['id']} ({e['segment']}) on {lg.get('hostname', '?')}: exit "
                      f"{e['exit_status'] if e['exit_status'] is not None else 'unknown'}, {what}")
     lines.append("")
