@@ -243,7 +243,7 @@ def tidb_run(stack, tmp_path_factory):
     return m["run_start"] / 1000, m["run_end"] / 1000
 
 
-def test_share_of_official_panels_with_data_after_a_run(prepared, tidb_run):
+def test_share_of_official_panels_with_data_after_a_run(prepared, tidb_run, capsys):
     _, dashes, _ = prepared
     start, end = tidb_run
     start, end = start - 10, end + 10
@@ -271,10 +271,11 @@ def test_share_of_official_panels_with_data_after_a_run(prepared, tidb_run):
             else:
                 empty.append(p.get("title"))
         shares[name] = (with_data, n, absent_locally, empty)
-        print(f"{pingcap.title(name)}: {with_data} of {n} panels with data ({with_data / n:.0%}); "
-              f"{absent_locally} empty for want of TiKV, PD, TiFlash or TiCDC (none locally); of the other "
-              f"{n - absent_locally}, {with_data / (n - absent_locally):.0%} with data; "
-              f"empty: {', '.join(map(str, empty))}")
+        with capsys.disabled():  # in scripts/test's output too (the README quotes these figures)
+            print(f"\n{pingcap.title(name)}: {with_data} of {n} panels with data ({with_data / n:.0%}); "
+                  f"{absent_locally} empty for want of TiKV, PD, TiFlash or TiCDC (none locally); of the other "
+                  f"{n - absent_locally}, {with_data / (n - absent_locally):.0%} with data; "
+                  f"empty: {', '.join(map(str, empty))}")
     # the two the issue names: most of what a standalone TiDB can fill has data
     for name in ("tidb", "performance_overview"):
         with_data, n, absent, empty = shares[name]
