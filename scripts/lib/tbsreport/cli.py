@@ -56,8 +56,6 @@ def main(argv=None, fetch=None):
         rep.collect()
         for w in rep.warnings:
             print(f"warning: {w}", file=sys.stderr)
-        for w in rep.bottlenecks:
-            print(f"warning: {w}", file=sys.stderr)
         out = Path(args.out) if args.out else results / (
             f"report-{base.id}" + (f"-vs-{sets[1].id}" if len(sets) > 1 else ""))
         out = rep.write(out)

@@ -214,34 +214,6 @@ def step_resources(prom, run, fig):
     fig.k6_cores = cores(k6)
 
 
-BOTTLENECK_SHARE = 0.9  # k6 busy on this share of its cores: the load generator set the pace
-
-
-def k6_cores_available(run):
-    """The cores k6 could use: the manifest's GOMAXPROCS when recorded, else the host's cores."""
-    lg = run.manifest.get("load_generator") or {}
-    for key in ("gomaxprocs", "cpu_cores"):
-        v = lg.get(key)
-        if isinstance(v, (int, float)) and v > 0:
-            return float(v), key
-    return None, None
-
-
-def bottlenecks(run, figs):
-    """Warnings for steps where k6 used nearly all of its cores."""
-    cores, key = k6_cores_available(run)
-    out = []
-    if not cores:
-        return out
-    for f in figs:
-        if f.k6_cores is not None and f.k6_cores >= BOTTLENECK_SHARE * cores:
-            out.append(f"{run.workload} (testid {run.testid}), {f.threads} threads: the load generator was the "
-                       f"bottleneck: k6 used {f.k6_cores:.2f} CPU seconds per second of its {cores:g} core(s) "
-                       f"({'GOMAXPROCS' if key == 'gomaxprocs' else 'the host'}); the database's figures at this "
-                       "step are the client's limit, not the server's")
-    return out
-
-
 def run_figures(prom, run):
     """[StepFigures] of a run; ReportError naming the testid when Prometheus has no data."""
     out, missing = [], []

@@ -12,7 +12,7 @@ from pathlib import Path
 from . import ROOT, ReportError, charts, commands, disturb, grafana
 from .fmt import (md_table, num, pct, product_name, runset_label, short_version, utc, workload_name)
 from .manifest import common_workloads
-from .prom import BOTTLENECK_SHARE, DEFAULT_BUCKET_FACTOR, bottlenecks, crosscheck, k6_cores_available, run_figures
+from .prom import DEFAULT_BUCKET_FACTOR, crosscheck, run_figures
 
 # SHOW GLOBAL VARIABLES the seeds set or name, per product family, in this order
 TIDB_VARS = [
@@ -77,7 +77,6 @@ class Report:
         self.labels = labels
         self.figs = {}
         self.warnings = []
-        self.bottlenecks = []  # steps where the load generator used nearly all of its cores
 
     # -- data: everything from Prometheus before anything is written
     def collect(self):
@@ -88,7 +87,6 @@ class Report:
                 figs = run_figures(self.prom, run)
                 self.figs[(i, w)] = figs
                 self.warnings.extend(crosscheck(run, figs))
-                self.bottlenecks.extend(bottlenecks(run, figs))
         self.prom_version = self.prom.version()
         from . import loadgen  # the k6 instances, CPU saturation, instances that did not finish
         self.loadgens, self.loadgen_warnings = loadgen.collect(
@@ -356,7 +354,8 @@ class Report:
                         missing.add((a[i], "load generator"))
             if not self.pair:
                 run = self.sets[0].by_workload()[w]
-                cores, _ = k6_cores_available(run)
+                from .loadgen import usable_cores  # the cores k6 could use (GOMAXPROCS when recorded)
+                cores = usable_cores(run.manifest.get("load_generator") or {})
                 rows = []
                 for t in threads:
                     f = sides[0][t]
@@ -394,19 +393,11 @@ class Report:
                         "and process" if what == "database" else
                         "k6 writes k6_oltp_client_cpu_seconds_total with every run of this stack's oltp.js") + ").")
             L.append("")
-        if self.bottlenecks:
-            for msg in self.bottlenecks:
-                L.append(f"> **Warning:** {msg}")
-                L.append(">")
-            L.pop()
-            L.append("")
-        elif any(f.k6_cores is not None for figs in self.figs.values() for f in figs):
-            L.append(f"The load generator was not the bottleneck at any step (k6 stayed below "
-                     f"{BOTTLENECK_SHARE * 100:.0f}% of its cores wherever its CPU was recorded).")
-            L.append("")
-        else:
-            L.append("k6's CPU was not recorded: whether the load generator was the bottleneck is unknown.")
-            L.append("")
+        from .loadgen import SATURATED
+        L.append(f"k6 at or above {SATURATED * 100:.0f}% of its usable cores (the host's, or GOMAXPROCS when recorded) "
+                 "in a step is warned about under Load generator: the load generator, not the database, may then "
+                 "have set the pace.")
+        L.append("")
         return L
 
     def parameter_rows(self):
