@@ -49,8 +49,9 @@ k6_instances() {
   [ ${#args[@]} -gt 0 ] && script=${args[${#args[@]}-1]}
 
   # ---- validate everything before anything starts
-  [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] 2>/dev/null \
-    || k6_instances_die "--instances '$n': the number of k6 processes, a whole number 1 or more (e.g. --instances 4)"
+  if ! [[ $n =~ ^[0-9]{1,6}$ ]] || [ "$n" -lt 1 ]; then
+    k6_instances_die "--instances '$n': the number of k6 processes, a whole number 1 or more (e.g. --instances 4)"
+  fi
   case $script in
     *prepare.js) k6_instances_die "--instances splits a run of k6/oltp.js; k6/prepare.js loads the tables once: run it without --instances" ;;
     *oltp.js) ;;
@@ -70,7 +71,9 @@ k6_instances() {
     for a in "${ids[@]}"; do
       [ "$a" -lt "$n" ] || k6_instances_die "--instance $a: instances of --instances $n are 0..$((n - 1))"
     done
-    [ -n "$testid" ] && [ -n "$start_at" ] || k6_instances_die "--instance runs part of a split run: give every host the same -e testid=... and -e start_at=<epoch ms> (e.g. start_at=\$(( (\$(date +%s) + 60) * 1000 )))"
+    if [ -z "$testid" ] || [ -z "$start_at" ]; then
+      k6_instances_die "--instance runs part of a split run: give every host the same -e testid=... and -e start_at=<epoch ms> (e.g. start_at=\$(( (\$(date +%s) + 60) * 1000 )))"
+    fi
   else
     for ((a = 0; a < n; a++)); do ids+=("$a"); done
   fi
@@ -100,9 +103,9 @@ k6_instances() {
   for ((i = 1; i < n; i++)); do seq+=",$i/$n"; done
   seq+=",1"
   echo "scripts/k6: testid=$testid split over $n instance(s) (running ${ids[*]} here), start_at=$start_at ($(( (start_at - now_ms) / 1000 )) s from now)" >&2
-  local -A pid_of=() id_of=()
+  local -A id_of=()
   local log pid
-  trap 'for p in "${!id_of[@]}"; do kill -INT "$p" 2>/dev/null || true; done' INT TERM
+  trap k6_instances_stop INT TERM
   for i in "${ids[@]}"; do
     log=$rdir/$testid.instance-$i.log
     "$K6" run --execution-segment "$i/$n:$((i + 1))/$n" --execution-segment-sequence "$seq" \
@@ -110,7 +113,7 @@ k6_instances() {
       -e "testid=$testid" -e "start_at=$start_at" "${args[@]}" \
       > >(tee "$log" | k6_instances_prefix "$i") 2>&1 &
     pid=$!
-    pid_of[$i]=$pid; id_of[$pid]=$i
+    id_of[$pid]=$i
     echo "$pid" >"$rdir/.$testid.instance-$i.pid"
     echo "scripts/k6: instance $i ($i/$n:$((i + 1))/$n) pid $pid, output in $log" >&2
   done
@@ -144,6 +147,13 @@ k6_instances() {
   set -e
   [ "$failed" = 0 ] || return "$failed"
   return "$rc"
+}
+
+# on INT/TERM: pass it on to the k6 processes still running (they stop gracefully and write
+# their summaries); k6_instances keeps waiting for them
+k6_instances_stop() {
+  local p
+  for p in "${!id_of[@]}"; do kill -INT "$p" 2>/dev/null || true; done
 }
 
 k6_instances_prefix() {
