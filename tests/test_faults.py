@@ -6,13 +6,11 @@ temporary folder), so killing a server never disturbs the stack other tests use.
 scripts/k6 exactly as a user runs it. scripts/faults runs the same scenarios, longer, with
 sysbench 1.0.20 beside k6, and prints the README's table.
 """
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 

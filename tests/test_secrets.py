@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LOKI, PROM, ROOT, STATE, k6, password, run_testid
+from conftest import LOKI, PROM, ROOT, STATE, k6, run_testid
 
 sys.path.insert(0, str(ROOT / "scripts/lib"))
 import faultstack as fs  # noqa: E402
