@@ -35,10 +35,15 @@ function pushLagSeconds(env) {
 
 export const PUSH_INTERVAL_S = CONTRACT.timing.push_interval_s;
 
+// One monitor VU per load generator: k6's execution segments split a scenario's VUs between
+// the processes of a split run, so the scenario gets as many VUs as there are processes
+// (TBS_INSTANCES, which scripts/k6 --instances, the compose replicas and the k6-operator
+// TestRun set; 1 otherwise).
 export function monitorScenario(o, totalSeconds) {
+  const n = Math.max(1, Math.floor(Number(__ENV.TBS_INSTANCES) || 1));
   return {
     monitor: {
-      executor: 'constant-vus', exec: 'monitor', vus: 1,
+      executor: 'constant-vus', exec: 'monitor', vus: n,
       duration: `${totalSeconds + (o.report_interval ? pushLagSeconds(__ENV) : 0)}s`, gracefulStop: '0s',
       tags: { monitor: 'true' },
     },
