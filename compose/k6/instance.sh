@@ -26,9 +26,10 @@ j=1
 while [ "$j" -lt "$n" ]; do seq="$seq,$j/$n"; j=$((j + 1)); done
 seq="$seq,1"
 echo "k6-instance: testid=$testid instance $i of $n ($i/$n:$((i + 1))/$n), start_at=$start_at" >&2
-# TBS_K6_ARGS: the workload's options, word-split on purpose (-e name=value ...)
-# shellcheck disable=SC2086
 # TBS_INSTANCES: one monitor VU per process (k6/lib/progress.js); testid as a tag too (k6's
 # --tag replaces the script's own tags on k6's built-in series)
-TBS_INSTANCES=$n exec k6 run --execution-segment "$i/$n:$((i + 1))/$n" --execution-segment-sequence "$seq" \
+export TBS_INSTANCES="$n"
+# TBS_K6_ARGS: the workload's options, word-split on purpose (-e name=value ...)
+# shellcheck disable=SC2086
+exec k6 run --execution-segment "$i/$n:$((i + 1))/$n" --execution-segment-sequence "$seq" \
   --tag "instance_id=$i" --tag "testid=$testid" -e "testid=$testid" -e "start_at=$start_at" ${TBS_K6_ARGS:-} "${TBS_SCRIPT:-oltp.js}"
