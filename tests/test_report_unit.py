@@ -1,8 +1,9 @@
 """Reports (issue #6), the parts that need no server: the option defaults the commands are
-rebuilt with (checked against k6/lib/config.js), the rebuilt commands, password scrubbing,
+rebuilt with (k6/contract.json, as k6 itself reads it), the rebuilt commands, password scrubbing,
 version labels, run resolution."""
 import json
 import re
+import subprocess
 import sys
 
 import pytest
@@ -16,21 +17,22 @@ from tbsreport.fmt import short_version, workload_name  # noqa: E402
 from tbsreport.manifest import resolve  # noqa: E402
 
 
-def config_js_defaults():
-    """name -> default, parsed from k6/lib/config.js's SPEC."""
-    text = (ROOT / "k6/lib/config.js").read_text()
-    spec = text[text.index("const SPEC = {"):text.index("};", text.index("const SPEC = {"))]
-    out = {}
-    for m in re.finditer(r"^\s+(\w+): \['[\w<+]+', (.+?), '", spec, re.M):
-        raw = m.group(2)
-        out[m.group(1)] = json.loads(raw.replace("'", '"'))
-    return out
+def k6_help_defaults():
+    """name -> default text, as our k6 itself prints them (`-e help=1`: k6/lib/config.js's view)."""
+    p = subprocess.run([str(ROOT / "bin/k6"), "run", "-q", "-e", "help=1", str(ROOT / "k6/oltp.js")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return dict(re.findall(r"^  (\w+)=(\S*)", p.stdout, re.M))
 
 
-def test_defaults_mirror_config_js():
-    js = config_js_defaults()
-    assert len(js) > 40
-    assert js == commands.DEFAULTS
+def test_defaults_are_the_contracts_as_k6_reads_it():
+    """The report rebuilds commands with the defaults k6 itself uses: both read k6/contract.json,
+    and k6's `-e help=1` shows the same names and defaults."""
+    contract = json.loads((ROOT / "k6/contract.json").read_text())["options"]
+    assert commands.DEFAULTS == {k: v["default"] for k, v in contract.items()} and len(contract) > 40
+    shown = k6_help_defaults()
+    assert list(shown) == list(commands.DEFAULTS)
+    assert shown == {k: commands.value_text(v) for k, v in commands.DEFAULTS.items()}
 
 
 def test_rebuilt_commands_show_non_defaults_and_never_the_password():

@@ -1,23 +1,11 @@
 """The exact commands of a run, rebuilt from its manifest's options (never a password)."""
+import json
 import shlex
+from pathlib import Path
 
-# k6/lib/config.js's options and defaults, in its order (tests/test_report_unit.py checks
-# this copy against config.js).
-DEFAULTS = {
-    "mysql_host": "127.0.0.1", "mysql_port": 4000, "mysql_user": "sbtest", "mysql_password": "",
-    "mysql_db": "sbtest", "mysql_ignore_errors": [1213, 1020, 1205], "mysql_storage_engine": "innodb",
-    "create_table_options": "",
-    "workload": "oltp_point_select", "threads": [1], "time": 10, "warmup_time": 0, "report_interval": 0,
-    "tables": 1, "table_size": 10000, "range_size": 100, "point_selects": 10, "simple_ranges": 1,
-    "sum_ranges": 1, "order_ranges": 1, "distinct_ranges": 1, "index_updates": 1, "non_index_updates": 1,
-    "delete_inserts": 1, "range_selects": True, "auto_inc": True, "skip_trx": False, "secondary": False,
-    "create_secondary": True,
-    "random_points": 10, "number_of_ranges": 10, "delta": 5,
-    "rand_type": "special", "rand_seed": 0, "rand_spec_iter": 12, "rand_spec_pct": 1, "rand_spec_res": 75,
-    "rand_pareto_h": 0.2, "rand_zipfian_exp": 0.8,
-    "preset": "", "testid": "", "version": "", "results_dir": "results", "command": "prepare",
-    "recreate": False, "prepare_batch": 1000, "prepare_mode": "auto",
-}
+# The options and their defaults: k6/contract.json, which k6/lib/config.js reads too (one place).
+CONTRACT_PATH = Path(__file__).resolve().parents[3] / "k6" / "contract.json"
+DEFAULTS = {k: v["default"] for k, v in json.loads(CONTRACT_PATH.read_text())["options"].items()}
 
 TARGET = ["mysql_host", "mysql_port", "mysql_user", "mysql_db"]
 # always shown for a run, in this order (the seeds' commands show these)
@@ -26,7 +14,8 @@ RUN_FIRST = ["workload", *TARGET, "preset", "tables", "table_size", "threads", "
 PREPARE_KEYS = [*TARGET, "preset", "tables", "table_size", "mysql_storage_engine", "create_table_options",
                 "auto_inc", "secondary", "create_secondary"]
 # never in a rebuilt command: secrets, where files go, prepare.js-only switches, the run's identity
-NEVER = {"mysql_password", "results_dir", "command", "recreate", "prepare_batch", "prepare_mode", "testid"}
+NEVER = {"mysql_password", "results_dir", "command", "recreate", "prepare_batch", "prepare_mode", "testid",
+         "start_at"}
 # options that only prepare.js reads
 PREPARE_ONLY = {"mysql_storage_engine", "create_table_options", "create_secondary"}
 
