@@ -31,6 +31,7 @@ from test_report_helpers import md_tables_after, run_report
 
 sys.path.insert(0, str(ROOT / "scripts/lib"))
 from tbsreport import merge as M  # noqa: E402
+from tbsreport.k6env import read_k6_env  # noqa: E402
 
 RESULTS = ROOT / "results"
 DB = "sbtest_instances"
@@ -405,10 +406,8 @@ def test_compose_k6_instance_replicas():
 
 def stack_env(**extra):
     env = dict(os.environ)
-    for line in (ROOT / ".stack/k6.env").read_text().splitlines():
-        if line and not line.startswith("#") and "=" in line:
-            k, v = line.split("=", 1)
-            env.setdefault(k, v)
+    for k, v in read_k6_env(ROOT / ".stack/k6.env").items():
+        env.setdefault(k, v)
     env.update(PATH=f"{ROOT / 'bin'}:{env['PATH']}", TBS_RESULTS=str(RESULTS), results_dir=str(RESULTS),
                GOMAXPROCS="1", **extra)
     return env

@@ -1,11 +1,10 @@
 """The exact commands of a run, rebuilt from its manifest's options (never a password)."""
-import json
 import shlex
-from pathlib import Path
+
+from . import contract
 
 # The options and their defaults: k6/contract.json, which k6/lib/config.js reads too (one place).
-CONTRACT_PATH = Path(__file__).resolve().parents[3] / "k6" / "contract.json"
-DEFAULTS = {k: v["default"] for k, v in json.loads(CONTRACT_PATH.read_text())["options"].items()}
+DEFAULTS = contract.defaults()
 
 TARGET = ["mysql_host", "mysql_port", "mysql_user", "mysql_db"]
 # always shown for a run, in this order (the seeds' commands show these)

@@ -1,13 +1,12 @@
 """Run manifests (results/<testid>.json, written by k6/lib/summary.js) and sweep manifests
 (results/sweep-<id>.json, written by scripts/sweep), resolved from what the user typed."""
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ReportError
+from . import ReportError, contract
 
-ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+ID_RE = contract.testid_re()  # k6/contract.json
 
 
 @dataclass

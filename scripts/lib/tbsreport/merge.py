@@ -35,7 +35,8 @@ HIST_MIN_MS = 0.001
 HIST_MAX_MS = 100000.0
 RANGE_DEDUCT = math.log(HIST_MIN_MS)
 RANGE_MULT = (HIST_BUCKETS - 1) / (math.log(HIST_MAX_MS) - math.log(HIST_MIN_MS))
-ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# the testid rule: k6/contract.json (this file also runs as a script, outside the package)
+ID_RE = re.compile(json.loads((Path(__file__).resolve().parents[3] / "k6/contract.json").read_text())["testid"]["pattern"])
 SEGMENT_RE = re.compile(r"^(\d+(?:/\d+)?):(\d+(?:/\d+)?)$")
 COUNTS = ("transactions", "errors", "reconnects")
 

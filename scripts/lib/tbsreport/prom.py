@@ -2,17 +2,11 @@
 the run manifest's k6 summary.
 
 For a step with measured window [measure_start, measure_end] (epoch ms), every query is
-evaluated at measure_end + 6 s (the last sample arrives up to one push interval, 2 s, plus
-the 3 s graceful stop after measure_end) over a range reaching back to measure_start, on the
+evaluated at measure_end + the contract's tail (one push interval plus the graceful stop of
+k6/contract.json's timing, plus 1 s: 6 s) over a range reaching back to measure_start, on the
 series labelled testid, threads and warmup="false" (born in that phase, so their cumulative
-values are the phase's totals):
-
-  queries      sum(max_over_time(k6_oltp_queries_total{sel}[R]))
-  transactions sum(max_over_time(k6_oltp_transactions_total{sel}[R]))
-  errors       sum(max_over_time(k6_oltp_errors_total{sel}[R]))
-  p95          histogram_quantile(0.95, sum(last_over_time(k6_oltp_latency_seconds{sel}[R])))
-  histogram    sum(last_over_time(k6_oltp_latency_seconds{sel}[R]))   (count, sum -> avg;
-               its bucket boundaries give the resolution the p95 is checked against)
+values are the phase's totals). The queries (queries, transactions, errors, the histogram and
+its quantile) are contract/promql.json's "step" templates.
 """
 import json
 import math
@@ -24,9 +18,9 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 
-from . import ReportError
+from . import ReportError, contract
 
-TAIL_MS = 6000  # evaluate this long after measure_end
+TAIL_MS = contract.step_tail_ms()  # evaluate this long after measure_end
 QPS_TOLERANCE = 0.02  # QPS from Prometheus vs k6's summary
 DEFAULT_BUCKET_FACTOR = 2 ** (2 ** -3)  # native histogram schema 3
 
@@ -127,7 +121,7 @@ def step_query_params(testid, step):
     w = step["window"]
     at_ms = int(w["measure_end"]) + TAIL_MS
     range_ms = at_ms - int(w["measure_start"])
-    sel = f'testid="{testid}",threads="{step["threads"]}",warmup="false"'
+    sel = contract.step_selector(testid, step["threads"])
     if step.get("instances"):  # a merged run (tbsreport/merge.py): only the instances that finished the step
         sel += f',instance_id=~"{"|".join(re.escape(str(i)) for i in step["instances"])}"'
     return sel, _fmt_at(at_ms), range_ms
@@ -136,14 +130,17 @@ def step_query_params(testid, step):
 def step_figures(prom, testid, step):
     """Figures of one step from Prometheus, or None when Prometheus has nothing for it."""
     sel, at, rng = step_query_params(testid, step)
-    r = f"[{rng}ms]"
-    queries = _scalar(prom.query(f"sum(max_over_time(k6_oltp_queries_total{{{sel}}}{r}))", at))
+    r = f"{rng}ms"
+
+    def q(name, quantile=None):
+        return prom.query(contract.step_query(name, sel, r, quantile), at)
+    queries = _scalar(q("queries"))
     if queries is None:
         return None
-    transactions = _scalar(prom.query(f"sum(max_over_time(k6_oltp_transactions_total{{{sel}}}{r}))", at)) or 0.0
-    errors = _scalar(prom.query(f"sum(max_over_time(k6_oltp_errors_total{{{sel}}}{r}))", at)) or 0.0
-    hist = prom.query(f"sum(last_over_time(k6_oltp_latency_seconds{{{sel}}}{r}))", at)
-    p95 = _scalar(prom.query(f"histogram_quantile(0.95, sum(last_over_time(k6_oltp_latency_seconds{{{sel}}}{r})))", at))
+    transactions = _scalar(q("transactions")) or 0.0
+    errors = _scalar(q("errors")) or 0.0
+    hist = q("histogram")
+    p95 = _scalar(q("quantile", 0.95))
     count, total, factor = 0.0, 0.0, DEFAULT_BUCKET_FACTOR
     if hist and "histogram" in hist[0]:
         h = hist[0]["histogram"][1]

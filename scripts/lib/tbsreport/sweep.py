@@ -15,15 +15,11 @@ import time
 from pathlib import Path
 
 from . import ROOT, ReportError
+from . import contract
 from .commands import DEFAULTS, scrub_argv
+from .k6env import read_k6_env
 
-WORKLOADS = [
-    "oltp_point_select", "oltp_read_only", "oltp_read_write", "oltp_write_only", "oltp_update_index",
-    "oltp_update_non_index", "oltp_insert", "oltp_delete", "select_random_points", "select_random_ranges",
-    "bulk_insert",
-]
-STATE = Path(os.environ.get("TBS_STATE", ROOT / ".stack"))
-TESTID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+WORKLOADS = contract.workloads()
 # set by the sweep's own flags, so not allowed as -e
 OWN = {"workload": "--workloads", "threads": "--threads", "testid": "--id", "time": "--time",
        "warmup_time": "--warmup-time", "tables": "--tables", "table_size": "--table-size", "mysql_db": "--mysql-db",
@@ -103,9 +99,9 @@ def parse_args(argv):
     base = a.id or f"{stamp}-{''.join(random.choices(string.ascii_lowercase + string.digits, k=4))}"
     base = base[len("sweep-"):] if base.startswith("sweep-") else base
     for w in workloads:
-        if not TESTID_RE.match(f"{base}-{w}"):
+        if not contract.testid_re().match(f"{base}-{w}"):
             raise ReportError(f"invalid --id {a.id}: testid '{base}-{w}' must be letters, digits, . _ - "
-                              "(at most 64)", code=2)
+                              f"(at most {contract.testid_max()})", code=2)
     return a, workloads, extra, base
 
 
@@ -118,21 +114,10 @@ def stack_commit():
         return ""
 
 
-def k6_env_file():
-    out = {}
-    f = STATE / "k6.env"
-    if f.exists():
-        for line in f.read_text().splitlines():
-            if line and not line.startswith("#") and "=" in line:
-                k, v = line.split("=", 1)
-                out[k] = v
-    return out
-
-
 def target(extra, db):
     """Where the runs go, as scripts/k6 resolves it: -e, then the environment, then .stack/k6.env,
     then k6's defaults."""
-    envfile = k6_env_file()
+    envfile = read_k6_env()
 
     def get(k):
         for src in (extra, os.environ, envfile):

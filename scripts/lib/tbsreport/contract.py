@@ -1,0 +1,65 @@
+"""The shared contract, read, never copied: k6/contract.json (options, defaults, workloads, the
+testid rule, timing; k6/lib/config.js reads the same file) and contract/promql.json (the
+per-step PromQL)."""
+import functools
+import json
+import re
+
+from . import ROOT
+
+CONTRACT = ROOT / "k6" / "contract.json"
+PROMQL = ROOT / "contract" / "promql.json"
+
+
+@functools.lru_cache(maxsize=None)
+def contract():
+    return json.loads(CONTRACT.read_text())
+
+
+@functools.lru_cache(maxsize=None)
+def promql():
+    return json.loads(PROMQL.read_text())
+
+
+def options():
+    """name -> {type, default, help, group[, valid]}, in the contract's order."""
+    return contract()["options"]
+
+
+def defaults():
+    """name -> default value, in the contract's order."""
+    return {k: v["default"] for k, v in options().items()}
+
+
+def workloads():
+    return list(contract()["workloads"])
+
+
+def timing():
+    return dict(contract()["timing"])
+
+
+@functools.lru_cache(maxsize=None)
+def testid_re():
+    return re.compile(contract()["testid"]["pattern"])
+
+
+def testid_max():
+    return int(contract()["testid"]["max_length"])
+
+
+def step_tail_ms():
+    """How long after a step's measure_end its last sample is surely in Prometheus."""
+    spec = promql()["step"]["eval_after_measure_end"]
+    t = timing()
+    return int((sum(float(t[k]) for k in spec["timing"]) + float(spec["slack_s"])) * 1000)
+
+
+def step_query(name, sel, rng, q=None):
+    """The contract's per-step query `name` with its placeholders filled in."""
+    expr = promql()["step"]["queries"][name].replace("<SEL>", sel).replace("<RANGE>", rng)
+    return expr.replace("<Q>", str(q)) if q is not None else expr
+
+
+def step_selector(testid, threads):
+    return promql()["step"]["selector"].replace("<TESTID>", testid).replace("<THREADS>", str(threads))
