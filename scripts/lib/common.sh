@@ -26,10 +26,14 @@ writable_copy() {
   rm -rf "$2"; mv "$2.tmp" "$2"
 }
 
-# ensure_venv REQUIREMENTS_FILE... : the project's Python venv (.stack/venv) with the pinned
-# requirements installed; prints nothing, puts the venv first on PATH.
+# ensure_venv [REQUIREMENTS_FILE...]: the project's one Python venv (.stack/venv), used by every
+# script: tbsreport installed editable (pyproject.toml; its pinned packages are
+# scripts/lib/tbsreport/requirements.txt) plus any other pinned requirement files (scripts/test:
+# tests/requirements.txt). pip runs only when one of those files changed since it last ran.
+# Prints nothing on stdout; puts the venv first on PATH.
 ensure_venv() {
-  local venv=$STATE/venv
+  local venv=$STATE/venv f sum todo=0 args=()
+  local stamp=$venv/.tbs-installed
   if [ ! -x "$venv/bin/python" ]; then
     if ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
       log "installing Debian package python3-venv"
@@ -38,9 +42,20 @@ ensure_venv() {
     mkdir -p "$STATE"
     python3 -m venv "$venv"
   fi
-  local req
-  for req in "$@"; do
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req"
+  local files=("$ROOT/pyproject.toml" "$ROOT/scripts/lib/tbsreport/requirements.txt" "$@")
+  for f in "${files[@]}"; do
+    sum=$(sha256sum < "$f" | cut -c1-64)
+    grep -qxF "$sum $f" "$stamp" 2>/dev/null || todo=1
   done
+  if [ $todo = 1 ]; then
+    log "installing Python packages (pinned) into $venv"
+    for f in "${@}"; do args+=(-r "$f"); done
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT" "${args[@]}" >&2
+    for f in "${files[@]}"; do
+      sum=$(sha256sum < "$f" | cut -c1-64)
+      { grep -vF " $f" "$stamp" 2>/dev/null || true; echo "$sum $f"; } > "$stamp.tmp"
+      mv "$stamp.tmp" "$stamp"
+    done
+  fi
   export PATH="$venv/bin:$PATH"
 }

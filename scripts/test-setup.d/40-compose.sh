@@ -33,11 +33,6 @@ fi
 log "building bin/alloy-check (compose/alloy/check)"
 (cd compose/alloy/check && CGO_ENABLED=0 go build -trimpath -o "$ROOT/bin/alloy-check" .)
 
-# scripts/test runs pytest from its venv (tests/requirements.txt); when this script runs on
-# its own, give the python3 on PATH the same pinned packages if it lacks them (best effort:
-# an externally managed system Python refuses, then use scripts/test).
-if ! python3 -c 'import pytest, yaml, pymysql' 2>/dev/null; then
-  log "installing tests/requirements.txt for $(command -v python3)"
-  python3 -m pip install -q --disable-pip-version-check -r tests/requirements.txt \
-    || log "warning: could not install tests/requirements.txt for python3; run the tests through scripts/test"
-fi
+# scripts/test runs pytest from the one venv (tests/requirements.txt); when this script runs on
+# its own, the shared bootstrap makes that venv too.
+ensure_venv "$ROOT/tests/requirements.txt"

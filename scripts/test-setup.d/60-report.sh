@@ -3,38 +3,13 @@
 # Debian machine as root; idempotent.
 #  - Python packages, pinned (scripts/lib/tbsreport/requirements.txt: matplotlib with the Agg
 #    backend for the charts, Markdown for report.html, PyMySQL for the sweep's ANALYZE TABLE),
-#    into the active Python: scripts/test puts .stack/venv/bin first on PATH, so `python`
-#    here is the test venv's (else .stack/venv is used, created if missing).
+#    with tbsreport itself, into .stack/venv by the shared bootstrap (common.sh's ensure_venv).
 #  - Debian's chromium, to render report.html headless in the tests (+ DejaVu fonts).
-set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+. "$(dirname "$0")/../lib/common.sh"
 log() { printf '[%s] 60-report: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-PY=$(command -v python || true)
-if [ -z "$PY" ] || ! "$PY" -c 'import sys; sys.exit(0 if sys.prefix != sys.base_prefix else 1)' 2>/dev/null; then
-  VENV=${TBS_STATE:-$ROOT/.stack}/venv
-  [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-  PY=$VENV/bin/python
-fi
-REQ=$ROOT/scripts/lib/tbsreport/requirements.txt
-if ! "$PY" - "$REQ" <<'PYEOF' 2>/dev/null
-import sys
-from importlib.metadata import version, PackageNotFoundError
-for line in open(sys.argv[1]):
-    line = line.split("#", 1)[0].strip()
-    if not line:
-        continue
-    name, want = line.split("==")
-    try:
-        if version(name) != want:
-            sys.exit(1)
-    except PackageNotFoundError:
-        sys.exit(1)
-PYEOF
-then
-  log "installing Python packages (pinned) into $("$PY" -c 'import sys; print(sys.prefix)')"
-  "$PY" -m pip install -q --disable-pip-version-check -r "$REQ"
-fi
+ensure_venv # .stack/venv with tbsreport (editable) and its pinned packages; PY is its Python
+PY=$STATE/venv/bin/python
 
 if ! command -v chromium >/dev/null || ! fc-list 2>/dev/null | grep -qi dejavu; then
   log "installing Debian packages chromium fonts-dejavu-core"
