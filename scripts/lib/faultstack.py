@@ -980,7 +980,8 @@ def soak(sb, minutes, target="tidb", threads=8, workload="oltp_read_write", faul
     s = r.samples
     db_port = sb.ports[target]
     row = {"fault": f"soak {minutes} min, {threads} threads, {target} killed (-9) at {fault_at}s", "tool": "k6",
-           "target": target, "kind": "soak", "exit": r.returncode, "testid": r.testid, "samples": len(s), "_run": r}
+           "target": target, "kind": "soak", "exit": r.returncode, "testid": r.testid, "samples": len(s),
+           "wall_s": round(r.ended - r.started, 1), "planned_s": seconds, "_run": r}
     if len(s) >= 4:
         q = len(s) // 4
         first, last = s[q], s[-1]  # after the first quarter (warm caches, all connections open)
