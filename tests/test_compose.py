@@ -398,7 +398,7 @@ def test_tidb_starts_with_the_compose_flags_and_runs_init_sql(tmp_path, config_s
             dbs = {d["db_name"]["O"] for d in json.load(r)}
         assert "sbtest" in dbs, dbs
         text = log.read_text()
-        assert "InitializeSQLFile error" not in text, [l for l in text.splitlines() if "InitializeSQLFile" in l]
+        assert "InitializeSQLFile error" not in text, [ln for ln in text.splitlines() if "InitializeSQLFile" in ln]
     finally:
         stop_process(proc)
 
@@ -698,7 +698,8 @@ def test_k6_image_build_stage_builds_our_k6_from_the_repo(tmp_path):
     # the same command as the local build (scripts/build k6), but for the output path
     local = re.search(r'cd "\$ROOT/k6" && (CGO_ENABLED=0 go build [^)]*)\)', (ROOT / "scripts/build").read_text())
     assert local, "scripts/build has no k6 build command"
-    norm = lambda toks: [t for i, t in enumerate(toks) if i == 0 or toks[i - 1] != "-o"]
+    def norm(toks):
+        return [t for i, t in enumerate(toks) if i == 0 or toks[i - 1] != "-o"]
     assert norm(["CGO_ENABLED=0", *tokens]) == norm(local.group(1).replace('"$ROOT/bin/k6"', "OUT").split())
     p = subprocess.run([str(tmp_path / "out" / "k6"), "version"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr

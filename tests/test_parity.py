@@ -25,7 +25,8 @@ def sysbench_run(workload, target, db, opts):
     p = subprocess.run(args + ["run"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     out = p.stdout
-    grab = lambda label: int(re.search(rf"^\s+{label}:\s+(\d+)", out, re.M).group(1))
+    def grab(label):
+        return int(re.search(rf"^\s+{label}:\s+(\d+)", out, re.M).group(1))
     return {"read": grab("read"), "write": grab("write"), "other": grab("other"),
             "transactions": grab("transactions"), "errors": grab("ignored errors")}
 

@@ -30,7 +30,7 @@ end
 
 
 def parse_counts(text):
-    line = next(l for l in text.splitlines() if l.startswith("COUNTS "))
+    line = next(ln for ln in text.splitlines() if ln.startswith("COUNTS "))
     return {int(k): int(c) for k, c in (p.split(":") for p in line[7:].split(","))}
 
 

@@ -14,8 +14,6 @@ import threading
 import time
 import urllib.request
 
-import pytest
-
 from cdp import Chromium, free_port
 from conftest import ROOT, connect, fresh_db, k6, prom_wait
 from test_report_helpers import decode_png

@@ -213,7 +213,9 @@ def stmt_summary(mysql_cmd, env, schemas):
         # one digest can have several rows (TiDB keys COMMIT by the statement before it, and
         # by plan digest): summed
         r = rows.setdefault((f[0], f[1], f[2]), [0, 0, 0, f[6]])
-        r[0] += int(f[3]); r[1] += int(f[4]); r[2] += int(f[5])
+        r[0] += int(f[3])
+        r[1] += int(f[4])
+        r[2] += int(f[5])
     return rows
 
 
@@ -226,7 +228,9 @@ def stmt_delta(before, after):
         if dn <= 0:
             continue
         a = agg.setdefault((key[1], key[2]), [0, 0, 0, text])
-        a[0] += dn; a[1] += dl; a[2] += dh
+        a[0] += dn
+        a[1] += dl
+        a[2] += dh
     return agg
 
 

@@ -3,6 +3,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # Built binaries are cached outside the work tree (keyed by version) so a fresh clone is fast.
+# shellcheck disable=SC2034 # CACHE is used by the scripts that source this file
 CACHE=${TBS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tidb-bench-stack}
 STATE=${TBS_STATE:-$ROOT/.stack}
 # shellcheck source=versions.sh
@@ -15,7 +16,7 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 gomod_dir() {
   local dir
   dir=$(cd /tmp && GOFLAGS=-mod=mod GOSUMDB=off go mod download -json "$1@$2" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-  [ -n "$dir" ] && [ -d "$dir" ] || die "could not download Go module $1@$2 from the module proxy"
+  if [ -z "$dir" ] || [ ! -d "$dir" ]; then die "could not download Go module $1@$2 from the module proxy"; fi
   printf '%s\n' "$dir"
 }
 
@@ -31,6 +32,7 @@ writable_copy() {
 # scripts/lib/tbsreport/requirements.txt) plus any other pinned requirement files (scripts/test:
 # tests/requirements.txt). pip runs only when one of those files changed since it last ran.
 # Prints nothing on stdout; puts the venv first on PATH.
+# shellcheck disable=SC2120 # callers without extra requirement files are fine
 ensure_venv() {
   local venv=$STATE/venv f sum todo=0 args=()
   local stamp=$venv/.tbs-installed

@@ -1,6 +1,6 @@
 # Pinned versions of everything the local stack builds from the Go module proxy.
 # (Debian packages come from the distribution release; compose images are pinned in .env.)
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # read by the scripts that source this file
 TIDB_MODULE_VERSION=v1.1.0-beta.0.20251126154744-e4e814fdc0af
 TIDB_PARSER_VERSION=v0.0.0-20251126154744-e4e814fdc0af
 # What tidb_version() reports for our module build (the module proxy has no git checkout).

@@ -8,6 +8,7 @@
 #                       where scripts/build has it, else Debian's prometheus package
 #   haproxy             Debian package
 # Idempotent; builds are cached by version (scripts/build) or by Go's build cache.
+# shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 cd "$ROOT"
 

@@ -5,6 +5,7 @@
 #    backend for the charts, Markdown for report.html, PyMySQL for the sweep's ANALYZE TABLE),
 #    with tbsreport itself, into .stack/venv by the shared bootstrap (common.sh's ensure_venv).
 #  - Debian's chromium, to render report.html headless in the tests (+ DejaVu fonts).
+# shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 log() { printf '[%s] 60-report: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 

@@ -4,6 +4,7 @@
 #    (tests/cdp.py): k6's web dashboard keeps a server-sent-events stream open, so a plain
 #    `chromium --screenshot` fires before any data arrives.
 #  - Debian's chromium comes from 60-report.sh.
+# shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 log() { printf '[%s] 70-web-dashboard: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 ensure_venv "$ROOT/tests/requirements.txt" # websocket-client is pinned there
