@@ -1,0 +1,43 @@
+"""Issue 10: the README's option table is generated from k6/contract.json
+(scripts/lib/gen_docs.py); it fails here when either changes without the other."""
+import copy
+import json
+import subprocess
+import sys
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts/lib"))
+import gen_docs  # noqa: E402
+
+CONTRACT = json.loads((ROOT / "k6/contract.json").read_text())
+
+
+def test_readme_table_is_the_contracts():
+    p = subprocess.run([sys.executable, str(ROOT / "scripts/lib/gen_docs.py"), "--check"], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+
+
+def table_rows(text):
+    part = text.split(gen_docs.BEGIN, 1)[1].split(gen_docs.END, 1)[0]
+    return [line for line in part.splitlines() if line.startswith("| `")]
+
+
+def test_every_option_is_one_row_with_its_default():
+    rows = table_rows((ROOT / "README.md").read_text())
+    assert [r.split("`")[1] for r in rows] == list(CONTRACT["options"])
+    for r, (name, o) in zip(rows, CONTRACT["options"].items()):
+        d = gen_docs.default_text(o["default"])
+        assert r.split(" | ")[1] == (f"`{d}`" if d else "(empty)"), r
+
+
+def test_a_changed_default_or_a_new_option_is_drift():
+    text = (ROOT / "README.md").read_text()
+    assert gen_docs.render(text, CONTRACT) == text
+    changed = copy.deepcopy(CONTRACT)
+    changed["options"]["time"]["default"] = 11
+    assert gen_docs.render(text, changed) != text
+    added = copy.deepcopy(CONTRACT)
+    added["options"]["new_option"] = {"type": "int0", "default": 0, "help": "x", "group": "run"}
+    assert "| `new_option` | `0` | x |" in gen_docs.render(text, added)
