@@ -1,0 +1,149 @@
+"""Issue 10: one runtime definition (runtime/stack.json) for both modes. The per-mode files are
+generated from it (scripts/lib/gen_runtime.py); the two modes' Prometheus configs (jobs, target
+labels, flags), k6's remote-write settings and the log labels are equivalent, in the files and in
+the running local stack and the resolved compose model."""
+import copy
+import json
+import subprocess
+import sys
+import urllib.parse
+import urllib.request
+
+import yaml
+
+from conftest import LOKI, ROOT, STATE
+from test_compose import model
+
+sys.path.insert(0, str(ROOT / "scripts/lib"))
+import gen_runtime  # noqa: E402
+
+DEFN = json.loads((ROOT / "runtime/stack.json").read_text())
+MODES = DEFN["modes"]
+# labels only one mode can have: which compose profile a target needs
+MODE_ONLY_LABELS = {"compose": {"compose_profile"}, "local": set()}
+
+
+def gen(*args):
+    return subprocess.run([sys.executable, str(ROOT / "scripts/lib/gen_runtime.py"), *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_generated_files_are_the_definitions():
+    p = gen("--check")
+    assert p.returncode == 0, p.stderr
+
+
+def test_a_changed_definition_is_drift():
+    changed = copy.deepcopy(DEFN)
+    changed["prometheus"]["jobs"]["tidb"]["local"]["groups"][0]["targets"] = ["127.0.0.1:10081"]
+    changed["logs"]["compose"]["mysqld"] = "MySQL"
+    before, after = gen_runtime.outputs(DEFN), gen_runtime.outputs(changed)
+    diff = {p.relative_to(ROOT).as_posix() for p in before if before[p] != after[p]}
+    assert diff == {"prometheus/targets/local/tidb.yml", "compose/alloy/config.alloy"}
+    assert "(pd|tikv|tidb|haproxy|k6|mysqld)[0-9]*" in after[ROOT / "compose/alloy/config.alloy"]
+
+
+def targets(mode):
+    """job -> [target group] as Prometheus reads prometheus/targets/<mode>/."""
+    return {f.stem: yaml.safe_load(f.read_text()) for f in sorted((ROOT / f"prometheus/targets/{mode}").glob("*.yml"))}
+
+
+def scrape_jobs():
+    cfg = yaml.safe_load((ROOT / "prometheus/prometheus.yml").read_text())
+    return {sc["job_name"]: sc for sc in cfg["scrape_configs"]}
+
+
+def test_both_modes_scrape_the_same_jobs_with_the_same_labels():
+    jobs = scrape_jobs()
+    for sc in jobs.values():  # every job reads its own targets file, the same in both modes
+        assert sc["file_sd_configs"] == [{"files": [f"targets/{sc['job_name']}.yml"]}]
+    per_mode = {m: targets(m) for m in MODES}
+    for m in MODES:
+        assert set(per_mode[m]) == set(jobs), (m, set(per_mode[m]) ^ set(jobs))
+    for job in jobs:
+        keys, values = {}, {}
+        for m in MODES:
+            groups = per_mode[m][job]
+            for g in groups:
+                assert g["targets"] and g["labels"]["stack"] == m
+            keys[m] = {frozenset(set(g["labels"]) - MODE_ONLY_LABELS[m]) for g in groups}
+            values[m] = {(k, v) for g in groups for k, v in g["labels"].items()
+                         if k not in ("stack", "host") and k not in MODE_ONLY_LABELS[m]}
+        present = [m for m in MODES if per_mode[m][job]]
+        # where both modes have targets, the same label names and the same values (component, role)
+        if len(present) == 2:
+            assert keys["local"] == keys["compose"], (job, keys)
+            assert values["local"] == values["compose"], (job, values)
+    # what each mode has, by design: no TiKV/PD locally (unistore), no MariaDB in compose
+    assert not per_mode["local"]["tikv"] and not per_mode["local"]["pd"]
+    assert not per_mode["compose"]["mysqld"] and not per_mode["compose"]["process"]
+
+
+def test_compose_prometheus_runs_with_the_definitions_flags():
+    cmd = model()["services"]["prometheus"]["command"]
+    own = [a for a in cmd if a.startswith(("--web.enable", "--enable-feature"))]
+    assert own == DEFN["prometheus"]["flags"]
+
+
+def proc_cmdline(pidfile):
+    pid = int((STATE / "run" / pidfile).read_text())
+    return (ROOT / f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+
+
+def test_local_prometheus_runs_with_the_definitions_flags(stack):
+    cmd = proc_cmdline("prometheus.pid")
+    assert "prometheus" in cmd[0]
+    own = [a for a in cmd if a.startswith(("--web.enable", "--enable-feature"))]
+    assert own == DEFN["prometheus"]["flags"]
+
+
+def k6_env(mode):
+    p = gen("--k6-env", mode)
+    assert p.returncode == 0, p.stderr
+    return dict(line.split("=", 1) for line in p.stdout.splitlines())
+
+
+def test_k6_remote_write_is_the_same_in_both_modes_with_the_contracts_push_interval(stack):
+    push = json.loads((ROOT / "k6/contract.json").read_text())["timing"]["push_interval_s"]
+    local, compose = k6_env("local"), k6_env("compose")
+    assert local["K6_PROMETHEUS_RW_PUSH_INTERVAL"] == compose["K6_PROMETHEUS_RW_PUSH_INTERVAL"] == f"{push}s"
+    assert {k: v for k, v in local.items() if k != "K6_PROMETHEUS_RW_SERVER_URL"} == \
+        {k: v for k, v in compose.items() if k != "K6_PROMETHEUS_RW_SERVER_URL"}
+    # what the local stack wrote for scripts/k6, and what compose's k6 services get
+    written = dict(line.split("=", 1) for line in (STATE / "k6.env").read_text().splitlines()
+                   if line and not line.startswith("#"))
+    assert {k: written.get(k) for k in local} == local
+    m = model("k6", "k6-instances")["services"]
+    for svc in ("k6", "k6-instance"):
+        env = m[svc]["environment"]
+        assert {k: env.get(k) for k in compose} == compose, svc
+
+
+def test_log_labels_are_the_same_in_both_modes():
+    labels = set(DEFN["logs"]["labels"])
+    # local: promtail's static labels, one stream per service
+    pt = yaml.safe_load((ROOT / "loki/promtail-local.yaml").read_text())
+    entries = [sc for job in pt["scrape_configs"] for sc in job["static_configs"]]
+    assert [e["labels"]["service"] for e in entries] == list(DEFN["logs"]["local"])
+    for e in entries:
+        assert set(e["labels"]) - {"__path__"} == labels and e["labels"]["mode"] == "local"
+    # compose: Alloy sets service by rule and mode as a fixed label
+    alloy = (ROOT / "compose/alloy/config.alloy").read_text()
+    assert 'target_label  = "service"' in alloy and 'labels           = {mode = "compose"}' in alloy
+    services = "|".join(DEFN["logs"]["compose"])
+    assert alloy.count(f'regex         = "({services})[0-9]*"') == 2
+    # the services both modes run log under the same service name
+    assert {"tidb", "k6"} <= set(DEFN["logs"]["local"]) & set(DEFN["logs"]["compose"])
+
+
+def test_local_logs_arrive_with_the_definitions_labels(stack):
+    with urllib.request.urlopen(f"{LOKI}/loki/api/v1/labels", timeout=10) as r:
+        names = set(json.load(r)["data"])
+    assert set(DEFN["logs"]["labels"]) <= names
+    import time
+    q = urllib.parse.urlencode({"match[]": '{mode="local"}', "start": str(int((time.time() - 86400) * 1e9))})
+    with urllib.request.urlopen(f"{LOKI}/loki/api/v1/series?{q}", timeout=10) as r:
+        series = json.load(r)["data"]
+    seen = {s["service"] for s in series}
+    # TiDB logs all the time; every stream is a service the definition lists
+    assert "tidb" in seen and seen <= set(DEFN["logs"]["local"]), seen
