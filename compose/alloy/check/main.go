@@ -1,5 +1,6 @@
-// Command alloy-check checks compose/alloy/config.alloy without Grafana Alloy, which is not
-// buildable from the Go module proxy. It uses Alloy's own syntax module
+// Command alloy-check checks compose/alloy/config.alloy without Grafana Alloy: Alloy's source
+// downloads from the Go module proxy (tests/test_alloy_schemas.py reads it), but Alloy itself,
+// with over a thousand dependencies, is not built here. It uses Alloy's own syntax module
 // (github.com/grafana/alloy/syntax: the parser and the evaluator Alloy runs on) and:
 //
 //  1. parses the file with Alloy's parser (syntax errors);
@@ -33,11 +34,17 @@ import (
 )
 
 // ---- Component schemas (copied from grafana/alloy internal/component/..., Arguments) ----
+//
+// Checked against grafana/alloy v1.19.2 (ALLOY_IMAGE in .env). Each schema names its source
+// file and type on an "alloy-source:" line; tests/test_alloy_schemas.py compares every one with
+// that file of the Alloy version .env pins (attribute and block names, required or optional),
+// and fails when .env pins another version than the one above until it is re-checked.
 
 // Target is discovery.Target: a label set.
 type Target map[string]string
 
 // RelabelConfig is internal/component/common/relabel.Config.
+// alloy-source: internal/component/common/relabel/relabel.go Config
 type RelabelConfig struct {
 	SourceLabels []string `alloy:"source_labels,attr,optional"`
 	Separator    string   `alloy:"separator,attr,optional"`
@@ -84,12 +91,14 @@ type LogsReceiver struct{ name string }
 func (LogsReceiver) AlloyCapsule() {}
 
 // DockerFilter is discovery/docker.Filter.
+// alloy-source: internal/component/discovery/docker/docker.go Filter
 type DockerFilter struct {
 	Name   string   `alloy:"name,attr"`
 	Values []string `alloy:"values,attr"`
 }
 
 // DiscoveryDocker is discovery/docker.Arguments (without the squashed HTTP client options).
+// alloy-source: internal/component/discovery/docker/docker.go Arguments
 type DiscoveryDocker struct {
 	Host               string         `alloy:"host,attr"`
 	Port               int            `alloy:"port,attr,optional"`
@@ -99,12 +108,14 @@ type DiscoveryDocker struct {
 }
 
 // DiscoveryRelabel is discovery/relabel.Arguments.
+// alloy-source: internal/component/discovery/relabel/relabel.go Arguments
 type DiscoveryRelabel struct {
 	Targets        []Target         `alloy:"targets,attr"`
 	RelabelConfigs []*RelabelConfig `alloy:"rule,block,optional"`
 }
 
 // LokiSourceDocker is loki/source/docker.Arguments (without the HTTP client block).
+// alloy-source: internal/component/loki/source/docker/docker.go Arguments
 type LokiSourceDocker struct {
 	Host            string            `alloy:"host,attr"`
 	Targets         []Target          `alloy:"targets,attr"`
@@ -114,7 +125,8 @@ type LokiSourceDocker struct {
 	RefreshInterval time.Duration     `alloy:"refresh_interval,attr,optional"`
 }
 
-// LokiEndpoint is loki/write.EndpointArguments (without the HTTP client and queue options).
+// LokiEndpoint is loki/write.EndpointOptions (without the HTTP client and queue options).
+// alloy-source: internal/component/loki/write/types.go EndpointOptions
 type LokiEndpoint struct {
 	Name              string            `alloy:"name,attr,optional"`
 	URL               string            `alloy:"url,attr"`
@@ -130,6 +142,7 @@ type LokiEndpoint struct {
 }
 
 // LokiWrite is loki/write.Arguments (without the WAL block).
+// alloy-source: internal/component/loki/write/write.go Arguments
 type LokiWrite struct {
 	Endpoints      []LokiEndpoint    `alloy:"endpoint,block,optional"`
 	ExternalLabels map[string]string `alloy:"external_labels,attr,optional"`
