@@ -23,7 +23,7 @@ import yaml
 from conftest import stop_process
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "grafana"))
+sys.path.insert(0, os.path.join(ROOT, "grafana"))  # pingcap.py
 import dashtools as dt  # noqa: E402
 
 GRAFANA = os.path.join(ROOT, "grafana")

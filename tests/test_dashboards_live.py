@@ -11,7 +11,6 @@ import math
 import os
 import re
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -21,7 +20,6 @@ import pymysql
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "grafana"))
 import dashtools as dt  # noqa: E402
 
 STATE = os.environ.get("TBS_STATE", os.path.join(ROOT, ".stack"))

@@ -19,7 +19,6 @@ import pytest
 from conftest import ROOT, fresh_db, k6, prom, prom_wait
 
 sys.path.insert(0, str(ROOT / "scripts/lib"))
-sys.path.insert(0, str(ROOT / "grafana"))
 import dashtools as dt  # noqa: E402
 from tbsreport.manifest import resolve  # noqa: E402
 from tbsreport.loadgen import usable_cores  # noqa: E402

@@ -27,4 +27,4 @@ GO=$(command -v go || echo /usr/local/go/bin/go)
 [ -x "$GO" ] || { echo "error: Go is needed to build grafana/exprcheck (the machine's Go toolchain)" >&2; exit 1; }
 PY=$(command -v python3)
 log "building grafana/exprcheck (PromQL + LogQL parsers; first build takes a few minutes)"
-"$PY" -c "import sys; sys.path.insert(0, '$ROOT/grafana'); import dashtools; print(dashtools.exprcheck_binary())"
+"$PY" -c "import sys; sys.path.insert(0, '$ROOT/tests'); import dashtools; print(dashtools.exprcheck_binary())"

@@ -1,4 +1,5 @@
-"""Helpers shared by tests/test_dashboards.py and tests/test_dashboards_live.py.
+"""Helpers (no tests here) shared by the dashboard tests (test_dashboards, test_dashboards_live,
+test_pingcap_dashboards, test_resources) and scripts/test-setup.d/50-dashboards.sh.
 
 Reads the generated dashboards, lists every query they run (panel targets, annotations and
 variable queries), substitutes Grafana's variables with concrete values, and drives the
@@ -12,8 +13,8 @@ import re
 import shutil
 import subprocess
 
-GRAFANA = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(GRAFANA)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GRAFANA = os.path.join(ROOT, "grafana")
 DASHBOARDS_DIR = os.path.join(GRAFANA, "dashboards")
 EXPRCHECK_DIR = os.path.join(GRAFANA, "exprcheck")
 
