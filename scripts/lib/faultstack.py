@@ -28,6 +28,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import gen_runtime  # beside this file: runtime/stack.json's k6 settings
+
 ROOT = Path(__file__).resolve().parents[2]
 STATE = Path(os.environ.get("TBS_STATE", ROOT / ".stack"))
 HOST = "127.0.0.1"
@@ -487,14 +489,16 @@ scrape_configs:
 
     # ------------------------------------------------------------------ k6
     def k6_env(self, target, port=None, prometheus=True):
+        # remote write as runtime/stack.json gives it to the local stack (the sandbox's own URL below)
+        rw = gen_runtime.k6_env(gen_runtime.load(), "local")
         e = {
             "mysql_host": HOST, "mysql_port": str(port or self.ports[target]), "mysql_user": "sbtest",
             "mysql_password": self.password, "mysql_db": "sbtest", "results_dir": str(self.results),
             "TBS_LOG_DIR": str(self.k6logs), "K6_LOG_FORMAT": "raw",
-            "K6_OUT": "experimental-prometheus-rw" if prometheus is not None else "",
-            "K6_PROMETHEUS_RW_TREND_AS_NATIVE_HISTOGRAM": "true", "K6_PROMETHEUS_RW_STALE_MARKERS": "true",
-            "K6_PROMETHEUS_RW_PUSH_INTERVAL": "2s",
+            **{k: v for k, v in rw.items() if k != "K6_PROMETHEUS_RW_SERVER_URL"},
         }
+        if prometheus is None:
+            e["K6_OUT"] = ""
         if prometheus is True and "prometheus" in self.ports:
             e["K6_PROMETHEUS_RW_SERVER_URL"] = f"{self.url('prometheus')}/api/v1/write"
             e["TBS_PROMETHEUS_URL"] = self.url("prometheus")

@@ -169,7 +169,6 @@ def sysbench_percentile(step):
 
 def _generate():
     """grafana/generate.py: the one place the target's process selectors are defined."""
-    import sys
     from . import ROOT
     if str(ROOT / "grafana") not in sys.path:
         sys.path.insert(0, str(ROOT / "grafana"))
