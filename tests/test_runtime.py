@@ -147,3 +147,17 @@ def test_local_logs_arrive_with_the_definitions_labels(stack):
     seen = {s["service"] for s in series}
     # TiDB logs all the time; every stream is a service the definition lists
     assert "tidb" in seen and seen <= set(DEFN["logs"]["local"]), seen
+
+
+def test_grafana_gets_the_same_settings_in_both_modes():
+    shared = DEFN["grafana"]["env"]
+    env = model()["services"]["grafana"]["environment"]
+    assert {k: env.get(k) for k in shared} == shared
+    p = gen("--grafana-env")
+    assert p.returncode == 0 and dict(line.split("=", 1) for line in p.stdout.splitlines()) == shared
+    # scripts/stack exports exactly these before its own (addresses, paths, the admin password)
+    stack = (ROOT / "scripts/stack").read_text()
+    start = stack[stack.index("start_grafana() {"):]
+    start = start[:start.index("\n}\n")]
+    assert "gen_runtime.py\" --grafana-env" in start
+    assert not [k for k in shared if k in start], "scripts/stack sets a shared Grafana setting itself"

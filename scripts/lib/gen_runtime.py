@@ -4,9 +4,10 @@
   loki/promtail-local.yaml                                                 (local log labels)
   compose/alloy/config.alloy: the two `regex` lines naming the compose services whose logs ship
 `--check` writes nothing and exits 1 when a file differs from what the definition gives
-(tests/test_runtime.py runs it). For scripts/stack, `--prometheus-flags` prints Prometheus' flags
-and `--k6-env MODE` k6's remote-write settings (NAME=value lines), and write nothing.
-  python3 scripts/lib/gen_runtime.py [--check | --prometheus-flags | --k6-env local|compose]"""
+(tests/test_runtime.py runs it). For scripts/stack, `--prometheus-flags` prints Prometheus' flags,
+`--k6-env MODE` k6's remote-write settings and `--grafana-env` Grafana's shared settings (NAME=value
+lines), and write nothing.
+  python3 scripts/lib/gen_runtime.py [--check | --prometheus-flags | --k6-env local|compose | --grafana-env]"""
 import json
 import re
 import sys
@@ -104,6 +105,9 @@ def main(argv):
     defn = load()
     if "--prometheus-flags" in argv:
         print("\n".join(defn["prometheus"]["flags"]))
+        return 0
+    if "--grafana-env" in argv:
+        print("\n".join(f"{k}={v}" for k, v in defn["grafana"]["env"].items()))
         return 0
     if "--k6-env" in argv:
         mode = argv[argv.index("--k6-env") + 1] if len(argv) > argv.index("--k6-env") + 1 else ""
