@@ -55,9 +55,10 @@ def step_tail_ms():
     return int((sum(float(t[k]) for k in spec["timing"]) + float(spec["slack_s"])) * 1000)
 
 
-def step_query(name, sel, rng, q=None):
-    """The contract's per-step query `name` with its placeholders filled in."""
-    expr = promql()["step"]["queries"][name].replace("<SEL>", sel).replace("<RANGE>", rng)
+def step_query(name, sel, rng, q=None, by=""):
+    """The contract's per-step query `name` with its placeholders filled in (`by`: e.g.
+    " by (threads) " for one figure per step)."""
+    expr = promql()["step"]["queries"][name].replace("<SEL>", sel).replace("<RANGE>", rng).replace("<BY>", by)
     return expr.replace("<Q>", str(q)) if q is not None else expr
 
 

@@ -1,0 +1,67 @@
+"""Issue 10: the Python side reads the shared contract instead of keeping copies:
+k6/contract.json (workloads, options, the testid rule, timing) and contract/promql.json (the
+per-step PromQL)."""
+import json
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts/lib"))
+from tbsreport import ReportError, commands, contract, fmt, manifest, prom, sweep  # noqa: E402
+
+C = json.loads((ROOT / "k6/contract.json").read_text())
+Q = json.loads((ROOT / "contract/promql.json").read_text())
+
+
+def test_workloads_options_and_testid_rule_are_the_contracts():
+    assert sweep.WORKLOADS == C["workloads"] and len(C["workloads"]) == 11
+    assert commands.DEFAULTS == {k: v["default"] for k, v in C["options"].items()}
+    assert manifest.ID_RE.pattern == C["testid"]["pattern"]
+    # every workload has a seed-style title, none falls back to the generic one by accident
+    assert len({fmt.workload_name(w) for w in C["workloads"]}) == 11
+
+
+def test_the_testid_limit_is_the_contracts_everywhere(tmp_path):
+    n = C["testid"]["max_length"]
+    ok, too_long = "a" * n, "a" * (n + 1)
+    assert manifest.ID_RE.match(ok) and not manifest.ID_RE.match(too_long)
+    with pytest.raises(ReportError, match="a testid or sweep id"):
+        manifest.resolve(tmp_path, too_long)
+    # the sweep's testids are <id>-<workload>: an id that makes one too long is refused up front
+    base = "s" * (n - len("-oltp_point_select") + 1)
+    with pytest.raises(ReportError, match=f"at most {n}"):
+        sweep.parse_args(["--workloads", "oltp_point_select", "--threads", "2", "--id", base])
+    sweep.parse_args(["--workloads", "oltp_point_select", "--threads", "2", "--id", base[:-1]])
+
+
+class Recorder:
+    """A Prometheus that records the queries it is asked and answers one sample."""
+    def __init__(self):
+        self.url, self.queries = "http://recorder", []
+
+    def query(self, expr, at):
+        self.queries.append((expr, at))
+        return [{"metric": {}, "value": [float(at), "10"]}]
+
+
+def test_step_queries_are_the_contracts_templates():
+    step = {"threads": 4, "window": {"measure_start": 1_000_000, "measure_end": 1_010_000}}
+    rec = Recorder()
+    fig = prom.step_figures(rec, "run-x", step)
+    t = C["timing"]
+    tail_s = t["push_interval_s"] + t["grace_s"] + Q["step"]["eval_after_measure_end"]["slack_s"]
+    at = f"{(1_010_000 + tail_s * 1000) / 1000:.3f}"
+    rng = f"{1_010_000 + tail_s * 1000 - 1_000_000}ms"
+    sel = 'testid="run-x",threads="4",warmup="false"'
+    want = {q.replace("<SEL>", sel).replace("<RANGE>", rng).replace("<BY>", "").replace("<Q>", "0.95")
+            for q in Q["step"]["queries"].values()}
+    assert {e for e, _ in rec.queries} == want
+    assert {a for _, a in rec.queries} == {at}
+    assert fig.queries == 10 and fig.qps == 1.0
+
+
+def test_a_grouped_query_for_a_table_of_steps():
+    q = contract.step_query("quantile", "testid=\"$run\"", "$__range", 0.95, " by (threads) ")
+    assert q == 'histogram_quantile(0.95, sum by (threads) (last_over_time(k6_oltp_latency_seconds{testid="$run"}[$__range])))'
