@@ -645,7 +645,8 @@ def test_k6_image_runtime_stage():
         runtime.setdefault(instr, []).append(rest)
     assert runtime["WORKDIR"] == ["/scripts"]
     assert "--from=build /out/k6 /usr/bin/k6" in runtime["COPY"]
-    assert "*.js ./" in runtime["COPY"] and "lib ./lib" in runtime["COPY"]
+    # the scripts and the contract they read (k6/lib/config.js opens ../contract.json)
+    assert "*.js contract.json ./" in runtime["COPY"] and "lib ./lib" in runtime["COPY"]
     assert list((ROOT / "k6").glob("*.js")) and (ROOT / "k6/lib").is_dir()
     assert (ROOT / "k6/oltp.js").is_file()
     assert runtime["ENTRYPOINT"] == ['["k6"]']
