@@ -595,7 +595,16 @@ scrape_configs:
         firer.start()
 
         def sample():
-            pid = k6_pid()
+            # the k6 process is the one holding the connections to the database (found by ss)
+            pid = 0
+            db_port = port or self.ports[target]
+            while proc.poll() is None and not pid:
+                out = subprocess.run(["ss", "-tnpH", "state", "established"], capture_output=True, text=True).stdout
+                owners = re.findall(rf"\S+\s+{re.escape(HOST)}:{db_port}\s+users:\(\(\"k6\",pid=(\d+),", out)
+                pid = int(max(set(owners), key=owners.count)) if owners else 0
+                if not pid:
+                    time.sleep(0.5)
+            pid_box["pid"] = pid
             while proc.poll() is None and pid:
                 row = {"t": time.time(), "k6_rss_kb": proc_rss_kb(pid), "k6_fds": proc_fds(pid),
                        "k6_conns": tcp_connections(pid=pid)}
@@ -981,7 +990,8 @@ def soak(sb, minutes, target="tidb", threads=8, workload="oltp_read_write", faul
     r = sb.k6_run(target, opts, faults=[At(fault_at, sb.kill, target, name=f"kill -9 {target}"),
                                         At(fault_at + down, sb.start, target, name=f"start {target}")],
                   sample_every=sample_every, sample_pids=pids, timeout=seconds + 300)
-    s = r.samples
+    # samples inside the measured window (after it, k6 closes its connections)
+    s = [x for x in r.samples if r.started <= x["t"] <= r.started + seconds - 1]
     db_port = sb.ports[target]
     row = {"fault": f"soak {minutes} min, {threads} threads, {target} killed (-9) at {fault_at}s", "tool": "k6",
            "target": target, "kind": "soak", "exit": r.returncode, "testid": r.testid, "samples": len(s),
