@@ -161,3 +161,31 @@ def test_grafana_gets_the_same_settings_in_both_modes():
     start = start[:start.index("\n}\n")]
     assert "gen_runtime.py\" --grafana-env" in start
     assert not [k for k in shared if k in start], "scripts/stack sets a shared Grafana setting itself"
+
+
+def test_ports_are_one_set_for_both_modes():
+    local = DEFN["ports"]["local"]
+    # every local scrape target is a service port of the definition
+    for job, groups in targets("local").items():
+        for g in groups:
+            for t in g["targets"]:
+                host, port = t.rsplit(":", 1)
+                assert host == "127.0.0.1" and int(port) in local.values(), (job, t)
+    # compose publishes the services both modes have on the same ports
+    m = model("cluster", "k6")["services"]
+    both = 0
+    for name, svc in m.items():
+        key = name.replace("-", "_")
+        for p in svc.get("ports") or []:
+            if key in local:
+                both += 1
+                assert int(p["published"]) in (local[key], local.get(key + "_status")), (name, p)
+    assert both >= 4  # tidb, prometheus, loki, grafana
+
+
+def test_the_local_services_listen_on_the_definitions_ports(stack):
+    import socket
+    for svc in ("tidb", "tidb_status", "mariadb", "prometheus", "loki", "node_exporter", "promtail",
+                "mysqld_exporter", "process_exporter"):
+        with socket.create_connection(("127.0.0.1", DEFN["ports"]["local"][svc]), timeout=5):
+            pass

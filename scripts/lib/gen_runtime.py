@@ -5,9 +5,9 @@
   compose/alloy/config.alloy: the two `regex` lines naming the compose services whose logs ship
 `--check` writes nothing and exits 1 when a file differs from what the definition gives
 (tests/test_runtime.py runs it). For scripts/stack, `--prometheus-flags` prints Prometheus' flags,
-`--k6-env MODE` k6's remote-write settings and `--grafana-env` Grafana's shared settings (NAME=value
-lines), and write nothing.
-  python3 scripts/lib/gen_runtime.py [--check | --prometheus-flags | --k6-env local|compose | --grafana-env]"""
+`--k6-env MODE` k6's remote-write settings, `--grafana-env` Grafana's shared settings and `--ports`
+the local services' ports (NAME=value lines), and write nothing.
+  python3 scripts/lib/gen_runtime.py [--check | --prometheus-flags | --k6-env local|compose | --grafana-env | --ports]"""
 import json
 import re
 import sys
@@ -53,7 +53,7 @@ def promtail(defn):
 # labels). Run with -config.expand-env=true; STACK_LOGS and PROMTAIL_DATA are set by scripts/stack.
 server:
   http_listen_address: 127.0.0.1
-  http_listen_port: 9080
+  http_listen_port: {promtail_port}
   grpc_listen_address: 127.0.0.1
   grpc_listen_port: 0
   log_level: warn
@@ -68,6 +68,7 @@ scrape_configs:
   - job_name: stack
     static_configs:
 """
+    out = out.replace("{promtail_port}", str(defn["ports"]["local"]["promtail"]))
     for svc, what in logs["local"].items():
         out += f"      - targets: [localhost]  # {what}\n"
         out += f'        labels: {{service: {svc}, mode: local, __path__: "${{STACK_LOGS}}/{svc}.log"}}\n'
@@ -105,6 +106,9 @@ def main(argv):
     defn = load()
     if "--prometheus-flags" in argv:
         print("\n".join(defn["prometheus"]["flags"]))
+        return 0
+    if "--ports" in argv:
+        print("\n".join(f"{k}={v}" for k, v in defn["ports"]["local"].items()))
         return 0
     if "--grafana-env" in argv:
         print("\n".join(f"{k}={v}" for k, v in defn["grafana"]["env"].items()))
