@@ -47,7 +47,7 @@ function sqlExec(q) {
   try {
     return db.exec(q);
   } catch (e) {
-    throw new Error(`${String(e.message || e).replace(/^GoError: /, '')} (at ${o.mysql_host}:${o.mysql_port}, statement: ${q.slice(0, 120)}${q.length > 120 ? '...' : ''})`);
+    throw new Error(`${String(e.message || e).replace(/^GoError: /, '')} (at ${o.mysql_host}:${o.mysql_port}, statement: ${q.slice(0, 120)}${q.length > 120 ? '...' : ''})`, { cause: e });
   }
 }
 

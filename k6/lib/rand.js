@@ -29,10 +29,10 @@ export function seededSource(seed, stream) {
 }
 
 function helper1(x) { // log(1 + x) / x
-  return Math.abs(x) > 1e-8 ? Math.log1p(x) / x : 1 - x * (0.5 - x * (0.33333333333333333 - 0.25 * x));
+  return Math.abs(x) > 1e-8 ? Math.log1p(x) / x : 1 - x * (0.5 - x * ((1 / 3) - 0.25 * x));
 }
 function helper2(x) { // (exp(x) - 1) / x
-  return Math.abs(x) > 1e-8 ? Math.expm1(x) / x : 1 + x * 0.5 * (1 + x * 0.33333333333333333 * (1 + 0.25 * x));
+  return Math.abs(x) > 1e-8 ? Math.expm1(x) / x : 1 + x * 0.5 * (1 + x * (1 / 3) * (1 + 0.25 * x));
 }
 function hIntegral(x, e) { const logX = Math.log(x); return helper2((1 - e) * logX) * logX; }
 function h(x, e) { return Math.exp(-e * Math.log(x)); }

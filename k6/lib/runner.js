@@ -347,7 +347,7 @@ export function connectOrExplain(db, o) {
     return db.query('SELECT VERSION() AS v')[0].v;
   } catch (e) {
     const m = String(e.message || e).replace(/^GoError: /, '');
-    throw new Error(`cannot connect to MySQL at ${where(o)}: ${m}`);
+    throw new Error(`cannot connect to MySQL at ${where(o)}: ${m}`, { cause: e });
   }
 }
 
