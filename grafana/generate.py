@@ -323,8 +323,20 @@ def measured_seconds(marker_sel, window):
     return f"((({end}) - on (threads) ({start})) / 1000)"
 
 
+# The per-step PromQL (contract/promql.json, which the report reads too), with one row per step.
+STEP_QUERIES = json.loads(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "contract",
+                                            "promql.json"), encoding="utf-8").read())["step"]["queries"]
+STEP_QUERY_OF = {"k6_oltp_queries_total": "queries", "k6_oltp_transactions_total": "transactions",
+                 "k6_oltp_errors_total": "errors"}
+
+
+def step_query(name, sel, window, q=""):
+    return (STEP_QUERIES[name].replace("<BY>", " by (threads) ").replace("<SEL>", sel)
+            .replace("<RANGE>", window).replace("<Q>", str(q)))
+
+
 def step_total(metric, sel, window):
-    return f"sum by (threads) (max_over_time({metric}{{{sel}}}[{window}]))"
+    return step_query(STEP_QUERY_OF[metric], sel, window)
 
 
 def step_rate(metric, sel, marker_sel, window):
@@ -334,8 +346,7 @@ def step_rate(metric, sel, marker_sel, window):
 def step_quantile(q, sel, window, scale=1000):
     """The step's quantile from its whole cumulative native histogram (docs/CONTRACT.md; needs
     Prometheus v3: 2.x before native histogram support in last_over_time returns floats)."""
-    return (f"histogram_quantile({q}, sum by (threads) "
-            f"(last_over_time(k6_oltp_latency_seconds{{{sel}}}[{window}]))) * {scale}")
+    return f"{step_query('quantile', sel, window, q)} * {scale}"
 
 
 def step_errors(sel, window):
