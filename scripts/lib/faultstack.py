@@ -608,10 +608,10 @@ scrape_configs:
             while proc.poll() is None and pid:
                 row = {"t": time.time(), "k6_rss_kb": proc_rss_kb(pid), "k6_fds": proc_fds(pid),
                        "k6_conns": tcp_connections(pid=pid)}
-                for name, pid in (sample_pids or {}).items():
-                    pid = pid() if callable(pid) else pid
-                    row[f"{name}_rss_kb"] = proc_rss_kb(pid)
-                    row[f"{name}_fds"] = proc_fds(pid)
+                for name, spid in (sample_pids or {}).items():
+                    spid = spid() if callable(spid) else spid
+                    row[f"{name}_rss_kb"] = proc_rss_kb(spid)
+                    row[f"{name}_fds"] = proc_fds(spid)
                 samples.append(row)
                 time.sleep(sample_every)
         if sample_every:
