@@ -64,10 +64,18 @@ export function stepFigures(data, o, tbs, endedAt) {
       latency_ms: latencyFigures(h, snap, o),
       histogram: histogramData(snap),
       vus_ready: tbs.counter(`${name}/ready`).get(),
-      max_gap_s: (snap.max_gap_ms || 0) / 1000,
-      max_gap_start: snap.max_gap_start || null,
       window,
     };
+    // the longest time in which no event of the measured window ended: between two events
+    // (k6/x/tbs), or from the window's start to the first event, or from the last event to
+    // the window's end (a server away until the step ended)
+    const close = Math.min(endedAt, window.measure_end);
+    const gaps = [[snap.max_gap_ms || 0, snap.max_gap_start || null],
+      [(snap.first_end || close) - window.measure_start, window.measure_start],
+      [close - (snap.last_end || window.measure_start), snap.last_end || window.measure_start]];
+    const [gap, gapStart] = gaps.reduce((m, g) => (g[0] > m[0] ? g : m));
+    s.max_gap_s = Math.max(0, gap) / 1000;
+    s.max_gap_start = gap > 0 ? gapStart : null;
     if (interrupted) s.interrupted = true;
     s.qps = elapsed > 0 ? s.queries.total / elapsed : 0;
     s.tps = elapsed > 0 ? s.transactions / elapsed : 0;
