@@ -108,10 +108,10 @@ k6_instances() {
   trap k6_instances_stop INT TERM
   for i in "${ids[@]}"; do
     log=$rdir/$testid.instance-$i.log
-    TBS_INSTANCES=$n "$K6" run --execution-segment "$i/$n:$((i + 1))/$n" --execution-segment-sequence "$seq" \
+    TBS_INSTANCES=$n "$K6" run --address "" --execution-segment "$i/$n:$((i + 1))/$n" --execution-segment-sequence "$seq" \
       --tag "instance_id=$i" --tag "testid=$testid" --tag "workload=$workload" \
       -e "testid=$testid" -e "start_at=$start_at" "${args[@]}" \
-      > >(tee "$log" | k6_instances_prefix "$i") 2>&1 &
+      > >(trap "" INT TERM; tee "$log" | k6_instances_prefix "$i") 2>&1 &
     pid=$!
     id_of[$pid]=$i
     echo "$pid" >"$rdir/.$testid.instance-$i.pid"
