@@ -2,11 +2,17 @@
 back and restarts it; any other error stops the run with the error's code; a connection lost
 inside a transaction restarts the whole event on a new connection (counted as a reconnect,
 not as an error, as sysbench counts it), and the rest of the event never runs in autocommit."""
-import socket
+import sys
 import threading
 import time
 
-from conftest import TARGETS, fresh_db, k6, prom, prom_wait, run_testid, sql, summary
+from conftest import ROOT, TARGETS, fresh_db, k6, prom, prom_wait, run_testid, sql, summary
+
+sys.path.insert(0, str(ROOT / "scripts/lib"))
+# the fault suite's TCP proxy: cut() drops every connection through it at once, as a network
+# failure would (the server sees clients vanish; no KILL, which makes this TiDB build panic
+# when it lands inside a writing transaction)
+from faultstack import CutProxy as CuttingProxy  # noqa: E402
 
 
 def prepared(target, tables=2, rows=2000):
@@ -55,61 +61,6 @@ def test_error_not_ignored_stops_the_run(stack):
     assert "doesn't exist" in out
     assert time.time() - t0 < 20, "the run went on after the fatal error"
     sql("mariadb", f"DROP DATABASE {db}")
-
-
-class CuttingProxy:
-    """A TCP proxy on 127.0.0.1 in front of a target; cut() drops every connection through
-    it at once, as a network failure would (the server sees clients vanish; no KILL, which
-    makes this TiDB build panic when it lands inside a writing transaction)."""
-
-    def __init__(self, port):
-        self.target = port
-        self.pairs = []
-        self.lock = threading.Lock()
-        self.srv = socket.create_server(("127.0.0.1", 0))
-        self.port = self.srv.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                c, _ = self.srv.accept()
-            except OSError:
-                return
-            u = socket.create_connection(("127.0.0.1", self.target))
-            with self.lock:
-                self.pairs.append((c, u))
-            for a, b in ((c, u), (u, c)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(a, b):
-        try:
-            while data := a.recv(65536):
-                b.sendall(data)
-        except OSError:
-            pass
-        for s in (a, b):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def cut(self):
-        with self.lock:
-            pairs, self.pairs = self.pairs, []
-        for c, u in pairs:
-            for s in (c, u):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                    s.close()
-                except OSError:
-                    pass
-        return len(pairs)
-
-    def close(self):
-        self.srv.close()
-        self.cut()
 
 
 def cut_repeatedly(proxy, times, every):
