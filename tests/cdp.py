@@ -4,7 +4,9 @@ fires before any data arrives). Helpers only; websocket-client (pinned in
 scripts/test-setup.d/70-web-dashboard.sh) talks the protocol."""
 import base64
 import json
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -23,14 +25,15 @@ class Chromium:
         import websocket  # websocket-client
         exe = shutil.which("chromium") or shutil.which("chromium-browser")
         assert exe, "chromium is not installed (scripts/test-setup.d/60-report.sh installs it)"
-        self.profile = tempfile.TemporaryDirectory()
+        self.profile = tempfile.TemporaryDirectory(ignore_cleanup_errors=True)
         port = free_port()
         self.proc = subprocess.Popen(
             [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              "--hide-scrollbars", f"--window-size={width},{height}", f"--user-data-dir={self.profile.name}",
              "--remote-debugging-address=127.0.0.1", f"--remote-debugging-port={port}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            # its own process group: its renderer and crashpad children go with it on close
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.time() + 30
         while True:
             try:
@@ -92,13 +95,27 @@ class Chromium:
         return path
 
     def close(self):
+        """Closes the browser over the protocol, then ends its whole process group (helpers that
+        outlive the main process keep writing to the profile) and removes the profile."""
         try:
+            try:
+                self.call("Browser.close")
+            except Exception:  # noqa: BLE001 - the browser may already be gone; the group kill below ends it
+                pass
             self.ws.close()
         finally:
-            self.proc.terminate()
             try:
-                self.proc.wait(timeout=15)
+                self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+                pass
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+            for _ in range(20):  # a child killed a moment ago may still be closing its files
+                shutil.rmtree(self.profile.name, ignore_errors=True)
+                if not os.path.exists(self.profile.name):
+                    break
+                time.sleep(0.25)
             self.profile.cleanup()

@@ -118,7 +118,7 @@ def chromium_screenshot(html_file, png_file, size="1200,2000"):
     """Renders a local HTML file in headless Chromium (Debian's) to a PNG."""
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     assert exe, "chromium is not installed (scripts/test-setup.d/60-report.sh installs it)"
-    with tempfile.TemporaryDirectory() as profile:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:  # chromium helpers may outlive it a moment
         p = subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                             "--disable-background-networking", "--disable-component-update", "--disable-sync",
                             f"--user-data-dir={profile}", f"--screenshot={png_file}", f"--window-size={size}",
