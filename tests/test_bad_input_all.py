@@ -6,6 +6,7 @@ leaves no file behind (each case writes into an empty folder of its own)."""
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,19 @@ COMPOSE = [
     ("compose-no-tidb-version", {"TIDB_VERSION": ""}, ["TIDB_VERSION", "set TIDB_VERSION in .env"]),
     ("compose-no-prometheus-image", {"PROMETHEUS_IMAGE": ""}, ["PROMETHEUS_IMAGE", "set PROMETHEUS_IMAGE in .env"]),
     ("compose-memory", {"TIKV_MEMORY": "lots"}, ["invalid size: 'lots'", "memory"]),
+]
+# Set but wrong: docker compose cannot tell; the env-check service (compose/check.yaml runs
+# compose/env_check.py before any other container) stops `docker compose up`. Without a Docker
+# engine here, the script runs directly on the same variables (.env plus the bad value).
+ENV_CHECK = [
+    ("env-check-tidb-latest", {"TIDB_VERSION": "latest"}, ["TIDB_VERSION='latest'", "valid: vMAJOR.MINOR.PATCH"]),
+    ("env-check-tidb-nightly", {"TIDB_VERSION": "nightly"}, ["TIDB_VERSION='nightly'", "valid: vMAJOR.MINOR.PATCH"]),
+    ("env-check-tidb-no-v", {"TIDB_VERSION": "8.5.6"}, ["TIDB_VERSION='8.5.6'", "valid: vMAJOR.MINOR.PATCH"]),
+    ("env-check-cluster-config", {"CLUSTER_CONFIG": "fancy"}, ["CLUSTER_CONFIG='fancy'", "valid: default, seed"]),
+    ("env-check-image-latest", {"PROMETHEUS_IMAGE": "prom/prometheus:latest"},
+     ["PROMETHEUS_IMAGE='prom/prometheus:latest'", "never latest"]),
+    ("env-check-image-untagged", {"LOKI_IMAGE": "grafana/loki"}, ["LOKI_IMAGE='grafana/loki'", "never latest or no tag"]),
+    ("env-check-retention", {"PROMETHEUS_RETENTION": "forever"}, ["PROMETHEUS_RETENTION='forever'", "valid: numbers with units"]),
 ]
 
 
@@ -189,3 +203,25 @@ def test_compose_environment_bad_input(case, env, expect):
     p = subprocess.run([compose_bin(), "config", "-q"], cwd=ROOT, env=e, capture_output=True, text=True, timeout=120)
     check(p, expect)
     assert "a-test-password-not-printed" not in p.stdout + p.stderr
+
+
+def env_check(env):
+    from test_compose import dotenv
+    e = {k: v for k, v in os.environ.items() if not k.endswith("_IMAGE")}
+    e.update(dotenv())
+    e.update(env)
+    return subprocess.run([sys.executable, str(ROOT / "compose/env_check.py"), "--config-dir", str(ROOT / "compose/config")],
+                          env=e, capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.parametrize("case,env,expect", ENV_CHECK, ids=[c[0] for c in ENV_CHECK])
+def test_compose_env_check_bad_input(case, env, expect):
+    p = env_check(env)
+    check(p, expect)
+    assert [line for line in p.stderr.splitlines() if line.startswith("env-check: ") and "valid" in line] == \
+        [line for line in p.stderr.splitlines() if expect[0] in line], "one line, for the bad value only"
+
+
+def test_compose_env_check_passes_the_shipped_settings():
+    p = env_check({})
+    assert p.returncode == 0 and "env-check: settings ok" in p.stdout, p.stdout + p.stderr

@@ -32,6 +32,7 @@ TEST_PASSWORD = "test-only-not-a-secret"
 CLUSTER_ONLY = {"pd2", "pd3", "tikv2", "tikv3", "tidb2", "tidb3", "haproxy"}
 DEFAULT_SERVICES = {"pd", "tikv", "tidb", "prometheus", "loki", "alloy", "grafana",
                     "grafana-renderer", "node-exporter",
+                    "env-check",  # the settings' values, before anything starts (compose/env_check.py)
                     "pingcap-dashboards"}  # PingCAP's dashboards for Grafana (tests/test_pingcap_dashboards.py)
 # Host paths mounted on purpose (not repository files): node_exporter's view of the host,
 # Alloy's access to the Docker engine's container list and logs.
@@ -220,6 +221,33 @@ def test_grafana_admin_password_is_required_and_has_no_default():
 # ---------------------------------------------------------------------------------------
 # images
 # ---------------------------------------------------------------------------------------
+
+def test_every_service_waits_for_the_env_check():
+    """env-check (compose/env_check.py) validates the settings' values; nothing starts before it
+    completed successfully: every other service depends on it, directly or through the services
+    it depends on."""
+    services = everything()["services"]
+    check = services["env-check"]
+    assert check["command"][:2] == ["python3", "/opt/tbs/env_check.py"], check["command"]
+
+    def waits(name, seen=()):
+        deps = services[name].get("depends_on") or {}
+        if deps.get("env-check", {}).get("condition") == "service_completed_successfully":
+            return True
+        return any(waits(d, seen + (name,)) for d in deps if d not in seen)
+    late = sorted(n for n in services if n != "env-check" and not waits(n))
+    assert late == [], f"services that can start before env-check: {late}"
+
+
+def test_env_check_gets_every_setting_but_memory_and_the_password():
+    """Every variable of .env reaches env-check, except the *_MEMORY sizes (docker compose
+    rejects a bad size itself) and the secret GRAFANA_ADMIN_PASSWORD (never given to it)."""
+    env = everything()["services"]["env-check"]["environment"]
+    want = {k for k in dotenv() if not k.endswith("_MEMORY") and k != "GRAFANA_ADMIN_PASSWORD"}
+    assert want - set(env) == set(), want - set(env)
+    assert "GRAFANA_ADMIN_PASSWORD" not in env and TEST_PASSWORD not in json.dumps(env)
+    assert env["TIDB_VERSION"] == dotenv()["TIDB_VERSION"]
+
 
 def test_images_are_pinned_in_dotenv_and_never_latest():
     env = dotenv()
@@ -527,6 +555,10 @@ def test_every_service_with_dependants_has_a_healthcheck():
     for name, s in svcs.items():
         for dep, d in (s.get("depends_on") or {}).items():
             assert dep in svcs, f"{name} depends on unknown {dep}"
+            if dep == "env-check":  # a one-shot check: it completes, it is never "healthy"
+                assert d["condition"] == "service_completed_successfully", f"{name} -> {dep}: {d['condition']}"
+                assert not svcs[dep].get("restart") or svcs[dep]["restart"] == "no", svcs[dep].get("restart")
+                continue
             assert d["condition"] == "service_healthy", f"{name} -> {dep}: {d['condition']}"
             dependants.setdefault(dep, []).append(name)
     assert {"pd", "tikv", "tidb", "prometheus", "loki"} <= set(dependants)
