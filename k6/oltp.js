@@ -43,6 +43,7 @@ const conn = new R.Conn(o);
 const event = EVENTS[o.workload];
 const rec = tbs.recorder('oltp_latency', o.rate ? 'oltp_response_latency' : '');
 const due = { due: 0, done(start) { return rec.doneDue(start, this.due); } };
+conn.samples = rec; // conn.flush() also sends the recorder's batched latency samples
 const now = () => tbs.now();
 let scenario = '';
 let scenarioInfo = null; // exec.scenario, built once per VU (its accessors read live state)

@@ -68,6 +68,7 @@ export class Conn {
     this.ex = null;
     this.r = 0; this.w = 0; this.o_ = 0; this.tx = 0;
     this.inTx = false;
+    this.samples = null; // a k6/x/tbs recorder: flush() sends its batched samples too
   }
 
   // open drops the current connection (if any) and makes a new pool; the server connection
@@ -129,6 +130,7 @@ export class Conn {
   // flush adds the counts gathered since the last flush to the metrics (events run in
   // batches; runEvents flushes at least every FLUSH_MS and at every step boundary).
   flush() {
+    if (this.samples) this.samples.flush(); // the recorder's latency samples (k6/x/tbs), in one batch
     if (this.r) metrics.queries.add(this.r, READ);
     if (this.w) metrics.queries.add(this.w, WRITE);
     if (this.o_) metrics.queries.add(this.o_, OTHER);

@@ -329,11 +329,19 @@ func (s *boundedSink) IsEmpty() bool { return s.count == 0 }
 // ---------------------------------------------------------------- recorder
 
 // Recorder ends events for one VU: latency into the step's histogram and one k6 sample.
+// The samples are sent to k6 in batches (one channel send per Flush or per batchSamples
+// events, not one per event; each sample keeps its own time and tags), which takes a
+// channel operation and, with GOMAXPROCS=1, a switch to k6's sample goroutine off every
+// event. The script flushes with its query counters (every flush_ms and at every step's end).
 type Recorder struct {
 	m                  *Module
 	metric, respMetric *metrics.Metric
 	h, rh              *Histogram
+	buf                []metrics.Sample
 }
+
+// batchSamples bounds a Recorder's unsent samples (a VU that never flushes still sends).
+const batchSamples = 512
 
 // trend returns the registry's Trend `name` (time-valued), with a bounded end-of-test sink.
 func (m *Module) trend(name string) (*metrics.Metric, error) {
@@ -376,19 +384,47 @@ func (m *Module) Recorder(name, respName string) (*Recorder, error) {
 	return r, nil
 }
 
-// Use sets the histograms the next events go to (nil: none, e.g. during warm-up).
-func (r *Recorder) Use(h, rh *Histogram) { r.h, r.rh = h, rh }
+// Use sets the histograms the next events go to (nil: none, e.g. during warm-up). The
+// samples of the events before are sent first.
+func (r *Recorder) Use(h, rh *Histogram) {
+	r.Flush()
+	r.h, r.rh = h, rh
+}
 
 func (r *Recorder) push(mt *metrics.Metric, v float64) {
+	if mt == nil {
+		return
+	}
 	state := r.m.vu.State()
-	if state == nil || mt == nil {
+	if state == nil {
 		return
 	}
 	ctm := state.Tags.GetCurrentValues()
-	metrics.PushIfNotDone(r.m.vu.Context(), state.Samples, metrics.Sample{
+	if r.buf == nil {
+		r.buf = make([]metrics.Sample, 0, batchSamples)
+	}
+	r.buf = append(r.buf, metrics.Sample{
 		TimeSeries: metrics.TimeSeries{Metric: mt, Tags: ctm.Tags},
 		Time:       time.Now(), Metadata: ctm.Metadata, Value: v,
 	})
+	if len(r.buf) >= batchSamples {
+		r.Flush()
+	}
+}
+
+// Flush sends the samples gathered since the last Flush to k6 as one container. The slice
+// goes to k6's outputs, which may keep it: the next batch starts a new one.
+func (r *Recorder) Flush() {
+	if len(r.buf) == 0 {
+		return
+	}
+	batch := r.buf
+	r.buf = nil
+	state := r.m.vu.State()
+	if state == nil {
+		return
+	}
+	metrics.PushIfNotDone(r.m.vu.Context(), state.Samples, metrics.Samples(batch))
 }
 
 // Done ends an event that started at t0 (epoch ms from now()): records its latency and
