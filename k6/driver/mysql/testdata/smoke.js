@@ -2,6 +2,7 @@
 // Everything happens in setup(), so any failed expectation fails the run (non-zero exit).
 import sql from 'k6/x/sql';
 import driver from 'k6/x/sql/driver/mysql';
+import tbs from 'k6/x/tbs';
 
 export const options = { vus: 1, iterations: 1 };
 
@@ -29,6 +30,22 @@ export function setup() {
   let msg = '';
   try { db.exec('INSERT INTO driver_smoke (id, c) VALUES (?, ?)', 1, 'dup'); } catch (e) { msg = String(e.message || e); }
   if (!/Error 1062/.test(msg)) throw new Error(`duplicate key: want an 'Error 1062' message, got ${JSON.stringify(msg)}`);
+  // k6/x/tbs's native exec (the scripts' hot path) does what db.exec does on the same pool
+  const ex = tbs.exec(db);
+  const exn = tbs.execCount(db);
+  expect('native exec returns nothing', ex('UPDATE driver_smoke SET c = ? WHERE id = ?', 'n1', 1), undefined);
+  expect('native count of an update', exn('UPDATE driver_smoke SET c = ? WHERE id BETWEEN ? AND ?', 'n', 1, 5), 5);
+  expect('native count of an update that found nothing', exn('UPDATE driver_smoke SET c = ? WHERE id = ?', 'x', 999), 0);
+  expect('native count of a text insert', exn("INSERT INTO driver_smoke (id, c) VALUES (60, 'v60'), (61, 'v61')"), 2);
+  expect('native count with four arguments', exn('DELETE FROM driver_smoke WHERE id IN (?, ?, ?, ?)', 60, 61, 62, 63), 2);
+  ex('SELECT c FROM driver_smoke WHERE id = ?', 2); // a result set read and discarded
+  expect('row changed by native exec', text(db.query('SELECT c FROM driver_smoke WHERE id = ?', 1)[0].c), 'n');
+  let native = '';
+  try { exn('INSERT INTO driver_smoke (id, c) VALUES (?, ?)', 1, 'dup'); } catch (e) { native = String(e.message || e); }
+  expect('native error message = db.exec error message', native, msg);
+  let bad = '';
+  try { tbs.exec({}); } catch (e) { bad = String(e.message || e); }
+  if (!/sql\.open/.test(bad)) throw new Error(`tbs.exec of a non-database: want a clear error, got ${JSON.stringify(bad)}`);
   db.exec('DROP TABLE driver_smoke');
   db.close();
   console.log('driver-smoke: ok');
