@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/grafana/sobek"
 	"go.k6.io/k6/js/modules"
 	"go.k6.io/k6/metrics"
 )
@@ -437,6 +438,24 @@ func (r *Recorder) Done(t0 float64) float64 {
 	}
 	r.push(r.metric, lat)
 	return t
+}
+
+// DoneFn returns Done as a native function (start) -> end, and DoneDueFn DoneDue as one
+// (start, due) -> end: the per-event calls without sobek's reflection wrapper (exec.go says
+// why that matters at tens of thousands of events per second).
+func (r *Recorder) DoneFn() sobek.Value {
+	rt := r.m.vu.Runtime()
+	return rt.ToValue(func(call sobek.FunctionCall) sobek.Value {
+		return rt.ToValue(r.Done(call.Argument(0).ToFloat()))
+	})
+}
+
+// DoneDueFn: see DoneFn.
+func (r *Recorder) DoneDueFn() sobek.Value {
+	rt := r.m.vu.Runtime()
+	return rt.ToValue(func(call sobek.FunctionCall) sobek.Value {
+		return rt.ToValue(r.DoneDue(call.Argument(0).ToFloat(), call.Argument(1).ToFloat()))
+	})
 }
 
 // DoneDue ends an event of rate mode: service latency from t0 (when the VU took it) and
