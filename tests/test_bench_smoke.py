@@ -86,3 +86,16 @@ def test_bench_bad_input():
         assert p.returncode != 0, (args, p.stdout)
         assert "error:" in p.stderr and named in p.stderr, (args, p.stderr)
         assert "command:" not in p.stdout  # stopped before any run
+
+
+def test_bench_without_sysbench(tmp_path):
+    # A PATH with this Python, bash and env but no sysbench: the comparing figures stop early.
+    for name, path in (("python3", os.path.realpath(shutil.which("python3") or "/usr/bin/python3")),
+                       ("env", shutil.which("env")), ("bash", shutil.which("bash"))):
+        (tmp_path / name).symlink_to(path)
+    env = {**os.environ, "PATH": str(tmp_path)}
+    p = subprocess.run([str(ROOT / "scripts/bench"), "--figures", "runs", "--targets", "mariadb"],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode != 0, p.stdout
+    assert "error: sysbench is not installed" in p.stderr and "--figures tax" in p.stderr, p.stderr
+    assert "command:" not in p.stdout
