@@ -12,7 +12,7 @@ import { sleep } from 'k6';
 import tbs from 'k6/x/tbs';
 import { parseOptions, optionHelp } from './lib/config.js';
 import { makeRand, seededSource } from './lib/rand.js';
-import { EVENTS, workState, flushBulk } from './lib/sysbench.js';
+import { bindEvent, workState, flushBulk } from './lib/sysbench.js';
 import * as R from './lib/runner.js';
 import { summarize, histName } from './lib/summary.js';
 import { monitorScenario, monitor as monitorTick } from './lib/progress.js';
@@ -40,18 +40,17 @@ export const options = o.help ? {
 
 // ---- per VU
 const conn = new R.Conn(o);
-const event = EVENTS[o.workload];
 const rec = tbs.recorder('oltp_latency', o.rate ? 'oltp_response_latency' : '');
 // The per-event calls as native functions (k6/x/tbs: rec.done / rec.doneDue without sobek's
 // reflection wrapper, a few µs per event at full speed; docs/bench.md).
-const timer = { done: rec.doneFn() };
+const done = rec.doneFn();
 const doneDue = o.rate ? rec.doneDueFn() : null;
-const due = { due: 0, done(start) { return doneDue(start, this.due); } };
 conn.samples = rec; // conn.flush() also sends the recorder's batched latency samples
 const now = () => tbs.now();
 let scenario = '';
 let scenarioInfo = null; // exec.scenario, built once per VU (its accessors read live state)
 let w = null;
+let event = null; // the step's event (sysbench.js bindEvent), made by activate
 let hist = null;
 let respHist = null;
 let queue = null;
@@ -103,6 +102,7 @@ function activate(data) {
   const seed = o.rand_seed || hashString(data.testid);
   // one sequence for the whole run (sysbench's is global): no id is given twice, in any
   // step or by any load generator (lanes interleave the instances' indices)
+  event = bindEvent(o.workload, conn, w);
   w.unique = tbs.unique(`${data.testid}/unique`, seed, (seed ^ 0x5bd1e995) >>> 0, data.instances || 1, data.lane || 0);
   const tags = exec.vu.metrics.tags;
   tags.testid = data.testid;
@@ -226,8 +226,8 @@ export default function (data) {
   // Events back to back for up to a second, never across a boundary (the end of the
   // warm-up, the end of the step): one k6 iteration per batch, not per event.
   const until = Math.min(nextCheck, stepEnd, Date.now() + R.BATCH_MS);
-  if (queue) R.runQueued(conn, event, w, o, until, due, stepEnd, queue, now);
-  else R.runEvents(conn, event, w, o, until, timer, stepEnd, now);
+  if (queue) R.runQueued(conn, event, w, o, until, doneDue, stepEnd, queue, now);
+  else R.runEvents(conn, event, w, o, until, done, stepEnd, now);
   if (Date.now() >= stepEnd) endStep(data);
 }
 

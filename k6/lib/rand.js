@@ -42,6 +42,10 @@ function hIntegralInverse(x, e) {
   return Math.exp(helper1(t) * x);
 }
 
+// Math.floor read once: inside the per-event closures a global lookup costs more than the call
+// (docs/bench.md).
+const floor = Math.floor;
+
 // makeRand(opts, random) -> { uniform(a, b), def(a, b), string(template) }
 // opts: rand_type, rand_spec_iter, rand_spec_pct, rand_spec_res, rand_pareto_h, rand_zipfian_exp
 // perDigit: one random number per '#' or '@' of a string template, as sysbench draws them
@@ -59,13 +63,13 @@ export function makeRand(opts, random, perDigit = false) {
   const zS = 2 - hIntegralInverse(hIntegral(2.5, zExp) - h(2, zExp), zExp);
   const zX1 = hIntegral(1.5, zExp) - 1;
 
-  const uniform = (a, b) => a + Math.floor(random() * (b - a + 1));
+  const uniform = (a, b) => a + floor(random() * (b - a + 1));
 
   const gaussian = (a, b) => {
     const t = b - a + 1;
     let sum = 0;
     for (let i = 0; i < iter; i++) sum += random() * t;
-    return a + Math.floor(sum * iterMult);
+    return a + floor(sum * iterMult);
   };
 
   const special = (a, b) => {
@@ -75,15 +79,15 @@ export function makeRand(opts, random, perDigit = false) {
       // (100 - rand_spec_res)% of values: gaussian over the whole range
       let sum = 0;
       for (let i = 0; i < iter; i++) sum += random();
-      return a + Math.floor(sum * t * iterMult);
+      return a + floor(sum * t * iterMult);
     }
     // rand_spec_res% of values: uniform over rand_spec_pct% of the range, centred
     const d = t * pctMult;
     const res = rnd * (d + 1) + t / 2 - t * pct2Mult;
-    return a + Math.floor(res);
+    return a + floor(res);
   };
 
-  const pareto = (a, b) => a + Math.floor((b - a + 1) * Math.pow(random(), paretoPower));
+  const pareto = (a, b) => a + floor((b - a + 1) * Math.pow(random(), paretoPower));
 
   const zipfian = (a, b) => {
     const n = b - a + 1;
@@ -91,7 +95,7 @@ export function makeRand(opts, random, perDigit = false) {
     for (;;) {
       const u = hN + random() * (zX1 - hN);
       const x = hIntegralInverse(u, zExp);
-      let k = Math.floor(x + 0.5);
+      let k = floor(x + 0.5);
       if (k < 1) k = 1; else if (k > n) k = n;
       if (k - x <= zS || u >= hIntegral(k + 0.5, zExp) - h(k, zExp)) return a + k - 1;
     }
@@ -128,14 +132,14 @@ export function makeRand(opts, random, perDigit = false) {
       const kind = runs[r][0];
       const v = runs[r][1];
       if (kind === 0 && perDigit) {
-        for (let n = 0; n < v; n++) out += String.fromCharCode(48 + Math.floor(random() * 10));
+        for (let n = 0; n < v; n++) out += String.fromCharCode(48 + floor(random() * 10));
       } else if (kind === 0) {
         for (let n = v; n > 0; n -= 15) {
           const m = n < 15 ? n : 15;
-          out += String(Math.floor(random() * POW10[m])).padStart(m, '0');
+          out += String(floor(random() * POW10[m])).padStart(m, '0');
         }
       } else if (kind === 1) {
-        for (let n = 0; n < v; n++) out += LETTERS[Math.floor(random() * 26)];
+        for (let n = 0; n < v; n++) out += LETTERS[floor(random() * 26)];
       } else {
         out += v;
       }

@@ -57,10 +57,10 @@ export function isIgnored(o, code) {
 // classifies them: a statement that returned a result set is a read, one that changed rows
 // is a write, anything else (BEGIN, COMMIT, a DELETE that found nothing) is other.
 //
-// Reads go through db.exec: the driver reads the whole result set off the wire and discards
-// it, as sysbench's client buffers rows it never looks at, instead of turning every row into
-// a JS object. Every statement sent through read() is a SELECT, which always returns a result
-// set, so it counts as a read.
+// Reads go through exec (tbs.exec: xk6-sql's db.exec as a native function): the driver reads
+// the whole result set off the wire and discards it, as sysbench's client buffers rows it
+// never looks at, instead of turning every row into a JS object. Every statement counted as
+// a read (read(), conn.r) is a SELECT, which always returns a result set.
 export class Conn {
   constructor(o) {
     this.o = o;
@@ -102,17 +102,10 @@ export class Conn {
     for (const s of statements) this.ex(PREPARE + s);
   }
 
+  // (the OLTP events call this.ex / this.exn themselves and count: sysbench.js)
   read(q, ...args) { this.ex(q, ...args); this.r++; }
 
-  read1(q, a) { this.ex(q, a); this.r++; } // the hot paths, without rest/spread
-
-  read2(q, a, b) { this.ex(q, a, b); this.r++; }
-
   write1(q, a) { this.counted(this.exn(q, a)); }
-
-  write2(q, a, b) { this.counted(this.exn(q, a, b)); }
-
-  write4(q, a, b, c, d) { this.counted(this.exn(q, a, b, c, d)); }
 
   counted(rows) { if (rows > 0) this.w++; else this.o_++; }
 
@@ -180,14 +173,16 @@ function fatal(o, code, e) {
 // counted as a reconnect (not an error), the VU reconnects (retrying until `stepEnd` while
 // the server is away) and prepares its statements again, then restarts the event; any other
 // error aborts the whole test with sysbench's kind of message. `start` is when the event
-// began (tbs clock, epoch ms); returns its end, or -1 when it did not finish (k6 stopped the
-// VU, or the step ended while the server was away).
-export function runEvent(conn, event, w, o, start, rec, stepEnd) {
+// began (tbs clock, epoch ms); `done(start)` records the event's latency and returns the tbs
+// clock (the recorder's native doneFn); returns the event's end, or -1 when it did not
+// finish (k6 stopped the VU, or the step ended while the server was away). `event` is the
+// VU's bound event (sysbench.js bindEvent); `w` gives the statements to prepare again.
+export function runEvent(conn, event, w, o, start, done, stepEnd) {
   for (;;) {
     try {
-      event(conn, w);
+      event();
       conn.tx++;
-      return rec.done(start);
+      return done(start);
     } catch (e) {
       conn.flush();
       let code = errorCode(e);
@@ -248,13 +243,13 @@ export const BATCH_MS = CONTRACT.timing.batch_ms;
 // loops, without k6's per-iteration cost on every event. The query and transaction counts
 // go to the metrics every FLUSH_MS and when it returns, so a caller that ends the batch at
 // a step boundary gets exact counts on each side of it; each event's latency goes to the
-// recorder. Returns false when an event did not finish.
-export function runEvents(conn, event, w, o, until, rec, stepEnd, now) {
+// recorder (`done`). Returns false when an event did not finish.
+export function runEvents(conn, event, w, o, until, done, stepEnd, now) {
   let t = now();
   if (t >= until) return true;
   let flushAt = t + FLUSH_MS;
   do {
-    t = runEvent(conn, event, w, o, t, rec, stepEnd);
+    t = runEvent(conn, event, w, o, t, done, stepEnd);
     if (t < 0) { conn.flush(); return false; }
     if (t >= flushAt) { conn.flush(); flushAt = t + FLUSH_MS; }
   } while (t < until);
@@ -264,15 +259,14 @@ export function runEvents(conn, event, w, o, until, rec, stepEnd, now) {
 
 // runQueued is runEvents for rate mode: events come from the step's queue (sysbench's
 // --rate); each is timed from when this VU takes it (service latency, sysbench's figure) and
-// from when it was due (response latency, queue time included). `due` is the VU's
-// { due, done(start) } adapter over the recorder (made once per VU).
-export function runQueued(conn, event, w, o, until, due, stepEnd, queue, now) {
+// from when it was due (response latency, queue time included): `doneDue(start, due)` is
+// the recorder's native doneDueFn.
+export function runQueued(conn, event, w, o, until, doneDue, stepEnd, queue, now) {
   let flushAt = now() + FLUSH_MS;
   for (;;) {
     const d = queue.take(until);
     if (d < 0) break;
-    due.due = d;
-    const t = runEvent(conn, event, w, o, now(), due, stepEnd);
+    const t = runEvent(conn, event, w, o, now(), (start) => doneDue(start, d), stepEnd);
     queue.release();
     if (t < 0) { conn.flush(); return false; }
     if (t >= flushAt) { conn.flush(); flushAt = t + FLUSH_MS; }

@@ -1,9 +1,10 @@
 // sysbench 1.0.20's OLTP workloads (src/lua/*.lua), statement for statement.
 //
-// An event is a function (conn, w) where `conn` counts queries by kind (conn.read / conn.write
-// for statements with arguments, sent as server-side prepared statements by our driver as
-// sysbench prepares them; conn.text for statements sysbench sends as plain queries) and `w`
-// holds the options, the random functions and per-VU state.
+// An event is made from (conn, w) by bindEvent, where `conn` runs the statements and counts
+// queries by kind (conn.ex / conn.exn and conn.read / conn.write* for statements with
+// arguments, sent as server-side prepared statements by our driver as sysbench prepares them;
+// conn.text for statements sysbench sends as plain queries) and `w` holds the options, the
+// random functions and per-VU state of a step.
 
 export const C_TEMPLATE = '###########-###########-###########-###########-###########-' +
   '###########-###########-###########-###########-###########';
@@ -32,72 +33,123 @@ export function statements(tables) {
   return st;
 }
 
-const tableNum = (w) => w.rand.uniform(1, w.o.tables);
-const getId = (w) => w.rand.def(1, w.o.table_size);
+// The events, made once per VU and step by bindEvent(conn, w): each is a closure over the
+// options, the random functions and the statement texts it needs, so that running it reads
+// locals, not object properties. (With 64 VUs on one client core every property lookup
+// misses the CPU cache in another VU's runtime: about a tenth of k6's CPU per query on
+// point select; docs/bench.md.) The random draws come in sysbench's order: the table, then
+// per statement its ids and strings; a part with a count of 0 still draws its table, as
+// sysbench's execute_* functions do.
+function textsOf(w, key) { return w.st.map((m) => (m ? m[key] : null)); }
 
-function pointSelects(conn, w) {
-  const s = w.st[tableNum(w)].point_selects;
-  for (let i = 0; i < w.pointSelects; i++) conn.read1(s, getId(w));
-}
-
-function range(conn, w, key) {
-  const s = w.st[tableNum(w)][key];
-  for (let i = 0; i < w.o[key]; i++) {
-    const id = getId(w);
-    conn.read2(s, id, id + w.o.range_size - 1);
-  }
-}
-
-function rangeSelects(conn, w) {
-  if (!w.o.range_selects) return;
-  range(conn, w, 'simple_ranges');
-  range(conn, w, 'sum_ranges');
-  range(conn, w, 'order_ranges');
-  range(conn, w, 'distinct_ranges');
-}
-
-function indexUpdates(conn, w) {
-  const s = w.st[tableNum(w)].index_updates;
-  for (let i = 0; i < w.o.index_updates; i++) conn.write1(s, getId(w));
-}
-
-function nonIndexUpdates(conn, w) {
-  const s = w.st[tableNum(w)].non_index_updates;
-  for (let i = 0; i < w.o.non_index_updates; i++) conn.write2(s, w.rand.string(C_TEMPLATE), getId(w));
-}
-
-function deleteInserts(conn, w) {
-  const st = w.st[tableNum(w)];
-  for (let i = 0; i < w.o.delete_inserts; i++) {
-    const id = getId(w);
-    const k = getId(w);
-    const c = w.rand.string(C_TEMPLATE);
-    const pad = w.rand.string(PAD_TEMPLATE);
-    conn.write1(st.deletes, id);
-    conn.write4(st.inserts, id, k, c, pad);
-  }
-}
-
-function inTrx(body) {
-  return (conn, w) => {
-    if (!w.o.skip_trx) conn.begin();
-    body(conn, w);
-    if (!w.o.skip_trx) conn.commit();
+function pointSelectsOf(conn, w) {
+  const texts = textsOf(w, 'point_selects');
+  const { uniform, def } = w.rand;
+  const tables = w.o.tables;
+  const size = w.o.table_size;
+  const n = w.pointSelects;
+  return () => {
+    const s = texts[uniform(1, tables)];
+    const ex = conn.ex;
+    for (let i = 0; i < n; i++) { ex(s, def(1, size)); conn.r++; }
   };
 }
 
-export const EVENTS = {
-  oltp_point_select: (conn, w) => pointSelects(conn, w),
-  oltp_read_only: inTrx((conn, w) => { pointSelects(conn, w); rangeSelects(conn, w); }),
-  oltp_read_write: inTrx((conn, w) => {
-    pointSelects(conn, w); rangeSelects(conn, w);
-    indexUpdates(conn, w); nonIndexUpdates(conn, w); deleteInserts(conn, w);
-  }),
-  oltp_write_only: inTrx((conn, w) => { indexUpdates(conn, w); nonIndexUpdates(conn, w); deleteInserts(conn, w); }),
-  oltp_update_index: (conn, w) => indexUpdates(conn, w),
-  oltp_update_non_index: (conn, w) => nonIndexUpdates(conn, w),
-  oltp_delete: (conn, w) => conn.write1(w.st[tableNum(w)].deletes, getId(w)),
-  oltp_insert: (conn, w) => {
+function rangeOf(conn, w, key) {
+  const texts = textsOf(w, key);
+  const { uniform, def } = w.rand;
+  const tables = w.o.tables;
+  const size = w.o.table_size;
+  const n = w.o[key];
+  const span = w.o.range_size - 1;
+  return () => {
+    const s = texts[uniform(1, tables)];
+    const ex = conn.ex;
+    for (let i = 0; i < n; i++) {
+      const id = def(1, size);
+      ex(s, id, id + span); conn.r++;
+    }
+  };
+}
+
+function rangeSelectsOf(conn, w) {
+  if (!w.o.range_selects) return () => {};
+  const simple = rangeOf(conn, w, 'simple_ranges');
+  const sum = rangeOf(conn, w, 'sum_ranges');
+  const order = rangeOf(conn, w, 'order_ranges');
+  const distinct = rangeOf(conn, w, 'distinct_ranges');
+  return () => { simple(); sum(); order(); distinct(); };
+}
+
+function indexUpdatesOf(conn, w) {
+  const texts = textsOf(w, 'index_updates');
+  const { uniform, def } = w.rand;
+  const tables = w.o.tables;
+  const size = w.o.table_size;
+  const n = w.o.index_updates;
+  return () => {
+    const s = texts[uniform(1, tables)];
+    const exn = conn.exn;
+    for (let i = 0; i < n; i++) conn.counted(exn(s, def(1, size)));
+  };
+}
+
+function nonIndexUpdatesOf(conn, w) {
+  const texts = textsOf(w, 'non_index_updates');
+  const { uniform, def, string } = w.rand;
+  const tables = w.o.tables;
+  const size = w.o.table_size;
+  const n = w.o.non_index_updates;
+  return () => {
+    const s = texts[uniform(1, tables)];
+    const exn = conn.exn;
+    for (let i = 0; i < n; i++) conn.counted(exn(s, string(C_TEMPLATE), def(1, size)));
+  };
+}
+
+function deleteInsertsOf(conn, w) {
+  const deletes = textsOf(w, 'deletes');
+  const inserts = textsOf(w, 'inserts');
+  const { uniform, def, string } = w.rand;
+  const tables = w.o.tables;
+  const size = w.o.table_size;
+  const n = w.o.delete_inserts;
+  return () => {
+    const t = uniform(1, tables);
+    const exn = conn.exn;
+    for (let i = 0; i < n; i++) {
+      const id = def(1, size);
+      const k = def(1, size);
+      const c = string(C_TEMPLATE);
+      const pad = string(PAD_TEMPLATE);
+      conn.counted(exn(deletes[t], id));
+      conn.counted(exn(inserts[t], id, k, c, pad));
+    }
+  };
+}
+
+// BEGIN, the parts, COMMIT (unless skip_trx), as sysbench's oltp_read_only, oltp_read_write
+// and oltp_write_only events.
+function inTrx(conn, w, parts) {
+  const body = parts.length === 1 ? parts[0] : () => { for (const p of parts) p(); };
+  if (w.o.skip_trx) return body;
+  return () => { conn.begin(); body(); conn.commit(); };
+}
+
+const EVENTS = {
+  oltp_point_select: (conn, w) => pointSelectsOf(conn, w),
+  oltp_read_only: (conn, w) => inTrx(conn, w, [pointSelectsOf(conn, w), rangeSelectsOf(conn, w)]),
+  oltp_read_write: (conn, w) => inTrx(conn, w, [pointSelectsOf(conn, w), rangeSelectsOf(conn, w),
+    indexUpdatesOf(conn, w), nonIndexUpdatesOf(conn, w), deleteInsertsOf(conn, w)]),
+  oltp_write_only: (conn, w) => inTrx(conn, w, [indexUpdatesOf(conn, w), nonIndexUpdatesOf(conn, w),
+    deleteInsertsOf(conn, w)]),
+  oltp_update_index: (conn, w) => indexUpdatesOf(conn, w),
+  oltp_update_non_index: (conn, w) => nonIndexUpdatesOf(conn, w),
+  oltp_delete: (conn, w) => {
+    const texts = textsOf(w, 'deletes');
+    return () => conn.write1(texts[w.rand.uniform(1, w.o.tables)], w.rand.def(1, w.o.table_size));
+  },
+  oltp_insert: (conn, w) => () => {
     const table = `sbtest${w.rand.uniform(1, w.o.tables)}`;
     const k = w.rand.def(1, w.o.table_size);
     const c = w.rand.string(C_TEMPLATE);
@@ -109,12 +161,12 @@ export const EVENTS = {
   // rmin = trunc(rlen * thread_id), rmax = trunc(rlen * thread_id + rlen) where rlen =
   // table_size / threads: sysbench computes them in Lua doubles and sb_rand() takes
   // uint32_t arguments, which truncates them (workState).
-  select_random_points: (conn, w) => {
+  select_random_points: (conn, w) => () => {
     const args = new Array(w.o.random_points);
     for (let i = 0; i < args.length; i++) args[i] = w.rand.def(w.rmin, w.rmax);
     conn.read(w.randomPointsSql, ...args);
   },
-  select_random_ranges: (conn, w) => {
+  select_random_ranges: (conn, w) => () => {
     const args = new Array(w.o.number_of_ranges * 2);
     for (let i = 0; i < args.length; i += 2) {
       const v = w.rand.def(w.rmin, w.rmax);
@@ -122,7 +174,7 @@ export const EVENTS = {
     }
     conn.read(w.randomRangesSql, ...args);
   },
-  bulk_insert: (conn, w) => {
+  bulk_insert: (conn, w) => () => {
     // sysbench's bulk_insert_next() (db_driver.c): a row joins the statement unless the
     // statement would then pass the packet limit (512 KiB, counting the row, its comma and
     // the terminating NUL), in which case the statement is sent first. The rest is sent at
@@ -134,6 +186,13 @@ export const EVENTS = {
     w.bulkRows.push(row);
   },
 };
+
+// bindEvent(workload, conn, w) -> event(): one event of `workload` for this VU's step.
+export function bindEvent(workload, conn, w) {
+  const make = EVENTS[workload];
+  if (!make) throw new Error(`internal: no event for workload '${workload}'`);
+  return make(conn, w);
+}
 
 export const BULK_PACKET = 512 * 1024;
 export function flushBulk(conn, w) {
