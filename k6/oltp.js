@@ -11,7 +11,7 @@ import exec from 'k6/execution';
 import { sleep } from 'k6';
 import tbs from 'k6/x/tbs';
 import { parseOptions, optionHelp } from './lib/config.js';
-import { makeRand, seededSource } from './lib/rand.js';
+import { makeRand } from './lib/rand.js';
 import { bindEvent, workState, flushBulk } from './lib/sysbench.js';
 import * as R from './lib/runner.js';
 import { summarize, histName } from './lib/summary.js';
@@ -97,8 +97,8 @@ function activate(data) {
     nextCheck = Infinity; stepEnd = 0;
     return;
   }
-  const random = o.rand_seed ? seededSource(o.rand_seed, (stepIdx * 1048576 + threadId) >>> 0) : Math.random;
-  w = workState(o, makeRand(o, random, o.rand_seed > 0), threadId, threads);
+  // seeded runs: one stream per step and thread
+  w = workState(o, makeRand(o, stepIdx * 1048576 + threadId), threadId, threads);
   const seed = o.rand_seed || hashString(data.testid);
   // one sequence for the whole run (sysbench's is global): no id is given twice, in any
   // step or by any load generator (lanes interleave the instances' indices)

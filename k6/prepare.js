@@ -13,7 +13,7 @@
 // cleanup: drops exactly sbtest1..N (for bulk_insert: sbtest1..threads).
 import exec from 'k6/execution';
 import { parseOptions } from './lib/config.js';
-import { makeRand, seededSource } from './lib/rand.js';
+import { makeRand } from './lib/rand.js';
 import { createTableSql, insertRowsSql, insertRowsServerSql, bulkCreateSql, SERVER_CHUNK } from './lib/sysbench.js';
 import * as R from './lib/runner.js';
 
@@ -106,7 +106,7 @@ export default function (data) {
     return;
   }
   if (chunks === 0) return;
-  if (!rand) rand = makeRand(o, o.rand_seed ? seededSource(o.rand_seed, exec.vu.idInTest) : Math.random, o.rand_seed > 0);
+  if (!rand) rand = makeRand(o, exec.vu.idInTest);
   const i = exec.scenario.iterationInTest;
   // interleave tables, so all of them fill at once
   const t = (i % tables) + 1;

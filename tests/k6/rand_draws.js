@@ -1,5 +1,5 @@
 // Draws from k6/lib/rand.js for tests/test_rand.py: prints "COUNTS v:c,v:c,..." once.
-import { makeRand, seededSource } from '../../k6/lib/rand.js';
+import { makeRand } from '../../k6/lib/rand.js';
 import { parseOptions } from '../../k6/lib/config.js';
 
 export const options = { vus: 1, iterations: 1 };
@@ -10,7 +10,7 @@ export function setup() {
   const draws = Number(env.DRAWS || 200000);
   delete env.N; delete env.DRAWS;
   const o = parseOptions(Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('rand_'))));
-  const r = makeRand(o, o.rand_seed ? seededSource(o.rand_seed, 1) : Math.random);
+  const r = makeRand(o, 1);
   const counts = {};
   for (let i = 0; i < draws; i++) {
     const v = r.def(1, n);
