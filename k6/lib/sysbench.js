@@ -1,10 +1,11 @@
 // sysbench 1.0.20's OLTP workloads (src/lua/*.lua), statement for statement.
 //
 // An event is made from (conn, w) by bindEvent, where `conn` runs the statements and counts
-// queries by kind (conn.ex / conn.exn and conn.read / conn.write* for statements with
-// arguments, sent as server-side prepared statements by our driver as sysbench prepares them;
-// conn.text for statements sysbench sends as plain queries) and `w` holds the options, the
-// random functions and per-VU state of a step.
+// queries by kind (conn.ex / conn.exn with conn.n's counts, and conn.read / conn.write* for
+// statements with arguments, sent as server-side prepared statements by our driver as
+// sysbench prepares them; conn.text for statements sysbench sends as plain queries) and `w`
+// holds the options, the random functions and per-VU state of a step.
+import { READS, WRITES, OTHERS } from './runner.js';
 
 export const C_TEMPLATE = '###########-###########-###########-###########-###########-' +
   '###########-###########-###########-###########-###########';
@@ -34,7 +35,8 @@ export function statements(tables) {
 }
 
 // The events, made once per VU and step by bindEvent(conn, w): each is a closure over the
-// options, the random functions and the statement texts it needs, so that running it reads
+// options, the random functions (native: k6/x/tbs), the statement functions and counts
+// (runner.js Conn: ex, exn, n) and the statement texts it needs, so that running it reads
 // locals, not object properties. (With 64 VUs on one client core every property lookup
 // misses the CPU cache in another VU's runtime: about a tenth of k6's CPU per query on
 // point select; docs/bench.md.) The random draws come in sysbench's order: the table, then
@@ -43,6 +45,7 @@ export function statements(tables) {
 function textsOf(w, key) { return w.st.map((m) => (m ? m[key] : null)); }
 
 function pointSelectsOf(conn, w) {
+  const { ex, exn, n: counts } = conn;
   const texts = textsOf(w, 'point_selects');
   const { uniform, def } = w.rand;
   const tables = w.o.tables;
@@ -50,12 +53,12 @@ function pointSelectsOf(conn, w) {
   const n = w.pointSelects;
   return () => {
     const s = texts[uniform(1, tables)];
-    const ex = conn.ex;
-    for (let i = 0; i < n; i++) { ex(s, def(1, size)); conn.r++; }
+    for (let i = 0; i < n; i++) { ex(s, def(1, size)); counts[READS]++; }
   };
 }
 
 function rangeOf(conn, w, key) {
+  const { ex, exn, n: counts } = conn;
   const texts = textsOf(w, key);
   const { uniform, def } = w.rand;
   const tables = w.o.tables;
@@ -64,10 +67,9 @@ function rangeOf(conn, w, key) {
   const span = w.o.range_size - 1;
   return () => {
     const s = texts[uniform(1, tables)];
-    const ex = conn.ex;
     for (let i = 0; i < n; i++) {
       const id = def(1, size);
-      ex(s, id, id + span); conn.r++;
+      ex(s, id, id + span); counts[READS]++;
     }
   };
 }
@@ -82,6 +84,7 @@ function rangeSelectsOf(conn, w) {
 }
 
 function indexUpdatesOf(conn, w) {
+  const { ex, exn, n: counts } = conn;
   const texts = textsOf(w, 'index_updates');
   const { uniform, def } = w.rand;
   const tables = w.o.tables;
@@ -89,12 +92,12 @@ function indexUpdatesOf(conn, w) {
   const n = w.o.index_updates;
   return () => {
     const s = texts[uniform(1, tables)];
-    const exn = conn.exn;
-    for (let i = 0; i < n; i++) conn.counted(exn(s, def(1, size)));
+    for (let i = 0; i < n; i++) counts[exn(s, def(1, size)) > 0 ? WRITES : OTHERS]++;
   };
 }
 
 function nonIndexUpdatesOf(conn, w) {
+  const { ex, exn, n: counts } = conn;
   const texts = textsOf(w, 'non_index_updates');
   const { uniform, def, string } = w.rand;
   const tables = w.o.tables;
@@ -102,12 +105,12 @@ function nonIndexUpdatesOf(conn, w) {
   const n = w.o.non_index_updates;
   return () => {
     const s = texts[uniform(1, tables)];
-    const exn = conn.exn;
-    for (let i = 0; i < n; i++) conn.counted(exn(s, string(C_TEMPLATE), def(1, size)));
+    for (let i = 0; i < n; i++) counts[exn(s, string(C_TEMPLATE), def(1, size)) > 0 ? WRITES : OTHERS]++;
   };
 }
 
 function deleteInsertsOf(conn, w) {
+  const { ex, exn, n: counts } = conn;
   const deletes = textsOf(w, 'deletes');
   const inserts = textsOf(w, 'inserts');
   const { uniform, def, string } = w.rand;
@@ -116,14 +119,13 @@ function deleteInsertsOf(conn, w) {
   const n = w.o.delete_inserts;
   return () => {
     const t = uniform(1, tables);
-    const exn = conn.exn;
     for (let i = 0; i < n; i++) {
       const id = def(1, size);
       const k = def(1, size);
       const c = string(C_TEMPLATE);
       const pad = string(PAD_TEMPLATE);
-      conn.counted(exn(deletes[t], id));
-      conn.counted(exn(inserts[t], id, k, c, pad));
+      counts[exn(deletes[t], id) > 0 ? WRITES : OTHERS]++;
+      counts[exn(inserts[t], id, k, c, pad) > 0 ? WRITES : OTHERS]++;
     }
   };
 }
@@ -133,7 +135,12 @@ function deleteInsertsOf(conn, w) {
 function inTrx(conn, w, parts) {
   const body = parts.length === 1 ? parts[0] : () => { for (const p of parts) p(); };
   if (w.o.skip_trx) return body;
-  return () => { conn.begin(); body(); conn.commit(); };
+  const { ex, n: counts } = conn;
+  return () => {
+    ex('BEGIN'); counts[OTHERS]++; conn.inTx = true; // conn.begin(), inline
+    body();
+    ex('COMMIT'); counts[OTHERS]++; conn.inTx = false; // conn.commit()
+  };
 }
 
 const EVENTS = {

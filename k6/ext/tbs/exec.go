@@ -7,7 +7,7 @@ package tbs
 // (wrapReflectFunc: every argument converted with reflect, the sql.Result wrapped in a new
 // JavaScript object, whose rowsAffected() is one more reflected call). At tens of thousands of
 // statements per second on one client core that wrapper is a tenth of k6's CPU per query
-// (docs/bench.md). Exec and ExecCount return native sobek functions that do what db.exec
+// (docs/bench.md). Execer's exec and execCount are native sobek functions that do what db.exec
 // does — DB.ExecContext on the same database/sql pool, with the VU's context, the same
 // arguments (sobek's Export, as the wrapper exports them), the same error thrown (a GoError
 // with the driver's message) — and give the affected rows as a number.
@@ -46,43 +46,79 @@ func poolOf(d *xsql.Database) (*sql.DB, error) {
 	return p, nil
 }
 
-// execFn makes the native function; counted: return the affected rows (else undefined).
-func (m *Module) execFn(d *xsql.Database, counted bool) (sobek.Value, error) {
-	pool, err := poolOf(d)
+// Execer is a VU's statement runner: its exec and execCount functions stay the same for the
+// VU's whole life, and use(db) points them at the pool of the connection the VU holds now
+// (a reconnect opens a new pool). The events bind the functions once, so running a
+// statement reads a local, not a property of the connection object (sobek keeps an
+// object's properties in a map: a lookup per statement was about a tenth of the script's
+// CPU per event; docs/bench.md).
+type Execer struct {
+	m    *Module
+	pool *sql.DB
+	buf  [8]any // arguments of one call (database/sql copies them; the slice is reused)
+}
+
+// Use points the functions at db's pool; null leaves them without one (a statement then
+// throws, naming sql.open).
+func (e *Execer) Use(d *xsql.Database) error {
+	if d == nil {
+		e.pool = nil
+		return nil
+	}
+	p, err := poolOf(d)
 	if err != nil {
+		return err
+	}
+	e.pool = p
+	return nil
+}
+
+// run runs one statement: what xk6-sql's db.exec does, the same error thrown (a GoError with
+// the driver's message).
+func (e *Execer) run(rt *sobek.Runtime, call sobek.FunctionCall) sql.Result {
+	if e.pool == nil {
+		panic(rt.NewGoError(fmt.Errorf("k6/x/tbs: exec needs a database from sql.open(), got none (the connection was closed)")))
+	}
+	q := call.Argument(0).String()
+	args := e.buf[:0]
+	if n := len(call.Arguments) - 1; n > len(e.buf) {
+		args = make([]any, 0, n)
+	}
+	for _, a := range call.Arguments[1:] {
+		args = append(args, a.Export())
+	}
+	res, err := e.pool.ExecContext(e.m.vu.Context(), q, args...)
+	clear(e.buf[:])
+	if err != nil {
+		panic(rt.NewGoError(err))
+	}
+	return res
+}
+
+// Execer returns a new statement runner as an object: exec(q, ...args) runs a statement and
+// returns nothing (reads, BEGIN, COMMIT), execCount(q, ...args) returns its affected rows
+// (sysbench counts a statement that changed rows as a write), use(db) picks the pool.
+func (m *Module) Execer() (*sobek.Object, error) {
+	e := &Execer{m: m}
+	rt := m.vu.Runtime()
+	o := rt.NewObject()
+	if err := o.Set("exec", func(call sobek.FunctionCall) sobek.Value {
+		e.run(rt, call)
+		return sobek.Undefined()
+	}); err != nil {
 		return nil, err
 	}
-	rt := m.vu.Runtime()
-	var buf [8]any // arguments of one call (database/sql copies them; the slice is reused)
-	return rt.ToValue(func(call sobek.FunctionCall) sobek.Value {
-		q := call.Argument(0).String()
-		args := buf[:0]
-		if n := len(call.Arguments) - 1; n > len(buf) {
-			args = make([]any, 0, n)
-		}
-		for _, a := range call.Arguments[1:] {
-			args = append(args, a.Export())
-		}
-		res, err := pool.ExecContext(m.vu.Context(), q, args...)
-		clear(buf[:])
-		if err != nil {
-			panic(rt.NewGoError(err))
-		}
-		if !counted {
-			return sobek.Undefined()
-		}
-		n, err := res.RowsAffected()
+	if err := o.Set("execCount", func(call sobek.FunctionCall) sobek.Value {
+		n, err := e.run(rt, call).RowsAffected()
 		if err != nil {
 			panic(rt.NewGoError(err))
 		}
 		return rt.ToValue(n)
-	}), nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := o.Set("use", e.Use); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
-
-// Exec returns a native function (q, ...args) that runs db.exec(q, ...args) and returns
-// nothing: for statements whose affected rows do not matter (reads, BEGIN, COMMIT).
-func (m *Module) Exec(d *xsql.Database) (sobek.Value, error) { return m.execFn(d, false) }
-
-// ExecCount returns a native function (q, ...args) that runs db.exec(q, ...args) and
-// returns its affected rows (sysbench counts a statement that changed rows as a write).
-func (m *Module) ExecCount(d *xsql.Database) (sobek.Value, error) { return m.execFn(d, true) }
