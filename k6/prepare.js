@@ -5,11 +5,13 @@
 // prepare: creates sbtest1..N (sysbench's schema), fills them in parallel (`threads` VUs
 // sharing chunks of 10,000 rows), then creates the secondary index after the data, as
 // sysbench does, and runs ANALYZE TABLE. Tables that exist already stop it before anything
-// is changed, unless -e recreate=true. How rows are made (prepare_mode): `server`, one
-// INSERT ... SELECT per chunk whose RAND() expressions draw k, c and pad as sysbench does
-// (several times faster: no row is built in JS or sent over the network); `client`,
-// multi-row INSERTs of `prepare_batch` rows built by k6, as sysbench sends them (needed for
-// rand_seed and zipfian); `auto` (default) is server unless one of those is asked for.
+// is changed, unless -e recreate=true. How rows are made (prepare_mode): `client` (the
+// default; `auto` is the same), multi-row INSERTs of `prepare_batch` rows built by k6 (their
+// random numbers and strings in Go: k6/x/tbs), as sysbench sends them; `server`, one
+// INSERT ... SELECT per chunk whose RAND() expressions draw k, c and pad as sysbench does (no
+// row crosses the network, but the server's CPU makes them; not with rand_seed or zipfian).
+// With the client on a core of its own, client mode gives sysbench's rows/s on MariaDB and
+// more on TiDB, where server mode gave 0.65x and 0.88x (docs/bench.md).
 // cleanup: drops exactly sbtest1..N (for bulk_insert: sbtest1..threads).
 import exec from 'k6/execution';
 import { parseOptions } from './lib/config.js';
@@ -23,8 +25,7 @@ const tables = bulk ? Math.max(...o.threads) : o.tables;
 // oltp_insert prepares empty tables when ids are client-generated, as sysbench does.
 const rowsPerTable = (o.workload === 'oltp_insert' && !o.auto_inc) || bulk ? 0 : o.table_size;
 const CHUNK = SERVER_CHUNK;
-const serverRows = o.prepare_mode === 'server' ||
-  (o.prepare_mode === 'auto' && !o.rand_seed && o.rand_type !== 'zipfian');
+const serverRows = o.prepare_mode === 'server';
 const chunksPerTable = Math.ceil(rowsPerTable / CHUNK);
 const chunks = o.command === 'prepare' ? tables * chunksPerTable : 0;
 const vus = Math.max(1, Math.min(o.threads[0], chunks || 1));

@@ -121,7 +121,7 @@ export function parseOptions(env) {
   if (o.mysql_ssl_ca && o.mysql_ssl !== 'verify') throw bad('mysql_ssl', o.mysql_ssl, 'mysql_ssl_ca is given: use mysql_ssl=verify');
   o.help = env.help !== undefined;
   if (o.prepare_mode === 'server' && (o.rand_seed || o.rand_type === 'zipfian')) {
-    throw bad('prepare_mode', 'server', `the server's RAND() cannot give ${o.rand_seed ? 'seeded (rand_seed) values' : 'the zipfian distribution'}: use prepare_mode=client or auto`);
+    throw bad('prepare_mode', 'server', `the server's RAND() cannot give ${o.rand_seed ? 'seeded (rand_seed) values' : 'the zipfian distribution'}: use prepare_mode=client`);
   }
   return o;
 }
