@@ -60,10 +60,14 @@ type Execer struct {
 
 // Use points the functions at db's pool; null leaves them without one (a statement then
 // throws, naming sql.open).
-func (e *Execer) Use(d *xsql.Database) error {
-	if d == nil {
+func (e *Execer) Use(v sobek.Value) error {
+	if v == nil || sobek.IsNull(v) || sobek.IsUndefined(v) {
 		e.pool = nil
 		return nil
+	}
+	d, ok := v.Export().(*xsql.Database)
+	if !ok {
+		return fmt.Errorf("k6/x/tbs: execer.use needs a database from sql.open(), got %s", v.String())
 	}
 	p, err := poolOf(d)
 	if err != nil {

@@ -31,8 +31,10 @@ export function setup() {
   try { db.exec('INSERT INTO driver_smoke (id, c) VALUES (?, ?)', 1, 'dup'); } catch (e) { msg = String(e.message || e); }
   if (!/Error 1062/.test(msg)) throw new Error(`duplicate key: want an 'Error 1062' message, got ${JSON.stringify(msg)}`);
   // k6/x/tbs's native exec (the scripts' hot path) does what db.exec does on the same pool
-  const ex = tbs.exec(db);
-  const exn = tbs.execCount(db);
+  const x = tbs.execer();
+  x.use(db);
+  const ex = x.exec;
+  const exn = x.execCount;
   expect('native exec returns nothing', ex('UPDATE driver_smoke SET c = ? WHERE id = ?', 'n1', 1), undefined);
   expect('native count of an update', exn('UPDATE driver_smoke SET c = ? WHERE id BETWEEN ? AND ?', 'n', 1, 5), 5);
   expect('native count of an update that found nothing', exn('UPDATE driver_smoke SET c = ? WHERE id = ?', 'x', 999), 0);
@@ -44,8 +46,14 @@ export function setup() {
   try { exn('INSERT INTO driver_smoke (id, c) VALUES (?, ?)', 1, 'dup'); } catch (e) { native = String(e.message || e); }
   expect('native error message = db.exec error message', native, msg);
   let bad = '';
-  try { tbs.exec({}); } catch (e) { bad = String(e.message || e); }
-  if (!/sql\.open/.test(bad)) throw new Error(`tbs.exec of a non-database: want a clear error, got ${JSON.stringify(bad)}`);
+  try { tbs.execer().use({}); } catch (e) { bad = String(e.message || e); }
+  if (!/sql\.open/.test(bad)) throw new Error(`execer.use of a non-database: want a clear error, got ${JSON.stringify(bad)}`);
+  x.use(null); // a closed connection: the same functions then say so
+  let none = '';
+  try { ex('SELECT 1'); } catch (e) { none = String(e.message || e); }
+  if (!/sql\.open/.test(none)) throw new Error(`exec without a database: want a clear error, got ${JSON.stringify(none)}`);
+  x.use(db);
+  expect('the same functions after use(db) again', exn('UPDATE driver_smoke SET c = ? WHERE id = ?', 'n2', 1), 1);
   db.exec('DROP TABLE driver_smoke');
   db.close();
   console.log('driver-smoke: ok');
