@@ -45,7 +45,7 @@ export function statements(tables) {
 function textsOf(w, key) { return w.st.map((m) => (m ? m[key] : null)); }
 
 function pointSelectsOf(conn, w) {
-  const { ex, exn, n: counts } = conn;
+  const { ex, n: counts } = conn;
   const texts = textsOf(w, 'point_selects');
   const { uniform, def } = w.rand;
   const tables = w.o.tables;
@@ -58,7 +58,7 @@ function pointSelectsOf(conn, w) {
 }
 
 function rangeOf(conn, w, key) {
-  const { ex, exn, n: counts } = conn;
+  const { ex, n: counts } = conn;
   const texts = textsOf(w, key);
   const { uniform, def } = w.rand;
   const tables = w.o.tables;
@@ -84,7 +84,7 @@ function rangeSelectsOf(conn, w) {
 }
 
 function indexUpdatesOf(conn, w) {
-  const { ex, exn, n: counts } = conn;
+  const { exn, n: counts } = conn;
   const texts = textsOf(w, 'index_updates');
   const { uniform, def } = w.rand;
   const tables = w.o.tables;
@@ -97,7 +97,7 @@ function indexUpdatesOf(conn, w) {
 }
 
 function nonIndexUpdatesOf(conn, w) {
-  const { ex, exn, n: counts } = conn;
+  const { exn, n: counts } = conn;
   const texts = textsOf(w, 'non_index_updates');
   const { uniform, def, string } = w.rand;
   const tables = w.o.tables;
@@ -110,7 +110,7 @@ function nonIndexUpdatesOf(conn, w) {
 }
 
 function deleteInsertsOf(conn, w) {
-  const { ex, exn, n: counts } = conn;
+  const { exn, n: counts } = conn;
   const deletes = textsOf(w, 'deletes');
   const inserts = textsOf(w, 'inserts');
   const { uniform, def, string } = w.rand;
