@@ -64,8 +64,8 @@ type Rand struct {
 	def      func(a, b float64) float64
 
 	iter, iterMult, pctMult, pct2Mult, resMult, paretoPower float64
-	zExp, zS, zX1                                          float64
-	compiled                                               map[string][]strRun
+	zExp, zS, zX1                                           float64
+	compiled                                                map[string][]strRun
 }
 
 // RandSpec is what makeRand needs: the options under their names, and the VU's stream.
