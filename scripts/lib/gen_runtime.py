@@ -33,13 +33,17 @@ def flow_map(d):
     return "{" + ", ".join(f"{k}: {v}" for k, v in d.items()) + "}"
 
 
-def targets_file(defn, job, mode):
+def targets_file(defn, job, mode, profile=None):
+    """A job's targets in `mode`. Compose groups labelled compose_profile=<p> exist only with that
+    profile: prometheus/targets/compose/ has none of them, compose-<p>/ has them too (compose's
+    prometheus-targets services copy the folder of the profiles that run)."""
     spec = defn["prometheus"]["jobs"][job]
     m = spec[mode]
     out = HEADER + comment(m["comment"])
-    if not m["groups"]:
+    groups = [g for g in m["groups"] if g.get("labels", {}).get("compose_profile") in (None, profile)]
+    if not groups:
         return out + "[]\n"
-    for g in m["groups"]:
+    for g in groups:
         labels = {defn["prometheus"]["mode_label"]: mode, **spec.get("labels", {}), **g.get("labels", {})}
         out += "- targets: [" + ", ".join(f"'{t}'" for t in g["targets"]) + "]\n"
         out += f"  labels: {flow_map(labels)}\n"
@@ -84,11 +88,18 @@ def alloy(defn, text):
     return ALLOY_REGEX.sub(lambda m: f'{m.group(1)}"({services})[0-9]*"', text)
 
 
+def compose_profiles(defn):
+    return sorted({g["labels"]["compose_profile"] for spec in defn["prometheus"]["jobs"].values()
+                   for g in spec.get("compose", {}).get("groups", []) if "compose_profile" in g.get("labels", {})})
+
+
 def outputs(defn):
     files = {}
     for mode in defn["modes"]:
         for job in defn["prometheus"]["jobs"]:
             files[ROOT / f"prometheus/targets/{mode}/{job}.yml"] = targets_file(defn, job, mode)
+            for profile in compose_profiles(defn) if mode == "compose" else ():
+                files[ROOT / f"prometheus/targets/compose-{profile}/{job}.yml"] = targets_file(defn, job, mode, profile)
     files[ROOT / "loki/promtail-local.yaml"] = promtail(defn)
     files[ALLOY] = alloy(defn, ALLOY.read_text())
     return files
