@@ -118,6 +118,17 @@ export function parseOptions(env) {
     o[name] = raw !== undefined ? parseOne(name, type, raw) : def;
   }
   if (o.mysql_port > 65535) throw bad('mysql_port', o.mysql_port, 'must be a TCP port from 1 to 65535');
+  if (o.mysql_password_file) {
+    if (o.mysql_password) throw bad('mysql_password_file', o.mysql_password_file, 'give mysql_password or mysql_password_file, not both');
+    let text;
+    try {
+      text = open(o.mysql_password_file);
+    } catch (e) {
+      throw bad('mysql_password_file', o.mysql_password_file, `cannot read the file (${String(e.message || e).split('\n')[0]})`);
+    }
+    o.mysql_password = text.replace(/\r?\n$/, '');
+    if (!o.mysql_password) throw bad('mysql_password_file', o.mysql_password_file, 'the file is empty');
+  }
   if (o.mysql_ssl_ca && o.mysql_ssl !== 'verify') throw bad('mysql_ssl', o.mysql_ssl, 'mysql_ssl_ca is given: use mysql_ssl=verify');
   o.help = env.help !== undefined;
   if (o.prepare_mode === 'server' && (o.rand_seed || o.rand_type === 'zipfian')) {
