@@ -1,0 +1,117 @@
+"""The compose stack's generated passwords: nothing to type, nothing secret in a tracked file.
+
+compose/secrets.yaml runs this script as the one-shot service `secrets` on every `docker compose
+up`, before TiDB and Grafana start. The first time, it makes three random passwords, each in the
+volume of the one service that reads it (so no container sees another's secret):
+
+  grafana-secret:/grafana_admin_password  Grafana's admin (GF_SECURITY_ADMIN_PASSWORD__FILE)
+  tidb-secret:/root_password              TiDB's root
+  tidb-secret:/init.sql                   what TiDB runs once, when it creates the cluster: the
+                                          CLUSTER_CONFIG set's init.sql, root's password, the
+                                          benchmark user sbtest and its database
+  k6-secret:/sbtest_password              the benchmark user's (k6 reads it: mysql_password_file)
+
+Later runs keep the passwords (init.sql is written again: CLUSTER_CONFIG may have changed).
+`docker compose down -v` removes the volumes, and the next `up` makes new passwords for the new
+cluster. Passwords never appear in an argument, an environment variable or a log line.
+
+    python3 secrets.py ensure    # what the service runs
+    python3 secrets.py login     # prints the logins: docker compose run --rm --no-deps secrets login
+    python3 secrets.py password sbtest   # one password alone (scripts/compose-k6)
+Python's standard library only (the stack's PYTHON_IMAGE).
+"""
+import os
+import secrets
+import sys
+
+OUT = os.environ.get("TBS_SECRETS_DIR", "/secrets")
+CONFIG = os.environ.get("TBS_CONFIG_DIR", "/opt/tbs/config")
+GRAFANA_UID = 472  # the user Grafana's image runs as (group 0)
+
+FILES = {
+    # name: (folder under OUT, file, owner uid)
+    "grafana": ("grafana", "grafana_admin_password", GRAFANA_UID),
+    "tidb-root": ("tidb", "root_password", 0),
+    "sbtest": ("k6", "sbtest_password", 0),
+}
+
+
+def path(name):
+    folder, file, _ = FILES[name]
+    return os.path.join(OUT, folder, file)
+
+
+def write(p, text, uid=0, mode=0o440):
+    tmp = p + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chown(tmp, uid, 0)
+    os.chmod(tmp, mode)
+    os.replace(tmp, p)
+
+
+def ensure():
+    made = []
+    for name, (folder, _, uid) in FILES.items():
+        p = path(name)
+        if not os.path.isdir(os.path.join(OUT, folder)):
+            sys.exit(f"secrets: {os.path.join(OUT, folder)} is not mounted (compose/secrets.yaml mounts one volume per reader)")
+        if not os.path.exists(p) or not open(p).read().strip():
+            # URL-safe letters, digits, - and _: nothing to quote in SQL, a DSN or a URL
+            write(p, secrets.token_urlsafe(24), uid)
+            made.append(name)
+    config_set = os.environ.get("CLUSTER_CONFIG", "default")
+    init = os.path.join(CONFIG, config_set, "init.sql")
+    if not os.path.isfile(init):
+        sys.exit(f"secrets: {init} not found (CLUSTER_CONFIG={config_set!r}; env-check names the valid sets)")
+    root, sbtest = (open(path(n)).read().strip() for n in ("tidb-root", "sbtest"))
+    sql = open(init).read().rstrip() + f"""
+
+-- Added by compose/secrets.py: the generated passwords (TiDB runs this file once, when it
+-- creates the cluster). The benchmark user owns every database named sbtest*.
+ALTER USER 'root'@'%' IDENTIFIED BY '{root}';
+CREATE DATABASE IF NOT EXISTS sbtest;
+CREATE USER IF NOT EXISTS 'sbtest'@'%' IDENTIFIED BY '{sbtest}';
+GRANT ALL PRIVILEGES ON `sbtest%`.* TO 'sbtest'@'%';
+"""
+    write(os.path.join(OUT, "tidb", "init.sql"), sql, 0, 0o400)
+    print("secrets: " + (f"made passwords for {', '.join(made)}" if made else "passwords kept")
+          + f"; TiDB's init.sql written from compose/config/{config_set}/init.sql")
+    print("secrets: the logins: docker compose run --rm --no-deps secrets login")
+
+
+def login():
+    for name in FILES:
+        if not os.path.exists(path(name)):
+            sys.exit("secrets: no passwords yet: run `docker compose up -d` first")
+    read = {n: open(path(n)).read().strip() for n in FILES}
+    user = os.environ.get("GRAFANA_ADMIN_USER", "admin")
+    print(f"Grafana  http://127.0.0.1:3000   user {user}   password {read['grafana']}")
+    print(f"TiDB     127.0.0.1:4000          user root    password {read['tidb-root']}")
+    print(f"TiDB     127.0.0.1:4000          user sbtest  password {read['sbtest']}   (what k6 uses)")
+
+
+def password(name):
+    """One password alone on stdout, for a script that keeps it in a private file (scripts/compose-k6)."""
+    if name not in FILES:
+        sys.exit(f"secrets: unknown password {name!r} (valid: {', '.join(FILES)})")
+    if not os.path.exists(path(name)):
+        sys.exit("secrets: no passwords yet: run `docker compose up -d` first")
+    print(open(path(name)).read().strip())
+
+
+def main(argv):
+    usage = "usage: secrets.py ensure | login | password NAME"
+    if argv == ["ensure"]:
+        ensure()
+    elif argv == ["login"]:
+        login()
+    elif len(argv) == 2 and argv[0] == "password":
+        password(argv[1])
+    else:
+        sys.exit(f"{usage} (got: {' '.join(argv) or 'nothing'})")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
