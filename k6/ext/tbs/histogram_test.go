@@ -1,17 +1,10 @@
 package tbs
 
 import (
-	"context"
-	"database/sql"
 	"math"
 	"math/rand"
-	"reflect"
 	"sort"
-	"strings"
 	"testing"
-	"unsafe"
-
-	xsql "github.com/grafana/xk6-sql/sql"
 )
 
 // sysbench's sb_histogram, transcribed from sb_histogram.c as a reference: the bucket of a
@@ -108,75 +101,5 @@ func TestGapsBetweenEventEnds(t *testing.T) {
 	}
 	if s["last_end"].(float64) != 3030 || s["first_end"].(float64) != 1000 {
 		t.Errorf("first/last end %v/%v", s["first_end"], s["last_end"])
-	}
-}
-
-func TestUniqueAcrossLanes(t *testing.T) {
-	seen := map[uint32]bool{}
-	for lane := 0; lane < 3; lane++ {
-		u := (&Module{r: newRoot()}).Unique("u", 12345, 678, 3, lane)
-		for i := 0; i < 20000; i++ {
-			v := u.Next()
-			if seen[v] {
-				t.Fatalf("lane %d gave %d twice", lane, v)
-			}
-			seen[v] = true
-		}
-	}
-	// one lane of one is sysbench's own sequence: permute(permute(index) + offset) ^ ...
-	u := (&Module{r: newRoot()}).Unique("u", 1, 2, 1, 0)
-	start := permute(permute(1) + 0x682f0161)
-	offset := permute(permute(2) + 0x46790905)
-	for i := uint32(0); i < 5; i++ {
-		want := permute((permute(start+i) + offset) ^ 0x5bf03635)
-		if got := u.Next(); got != want {
-			t.Fatalf("index %d: %d want %d", i, got, want)
-		}
-	}
-}
-
-func TestQueuePoissonRate(t *testing.T) {
-	m := &Module{r: newRoot()}
-	start := now() - 10000 // a queue that began 10 s ago at 500/s: all arrivals are due
-	h := m.Queue("q", 500, start, start+10000, 42)
-	n := 0
-	var last float64
-	for {
-		d := h.q.take(context.Background(), now())
-		if d < 0 {
-			break
-		}
-		if d < last {
-			t.Fatalf("arrivals out of order: %f after %f", d, last)
-		}
-		last = d
-		n++
-		h.Release()
-	}
-	// 5,000 expected; a Poisson count has sd sqrt(5000) = 71
-	if n < 4700 || n > 5300 {
-		t.Fatalf("%d arrivals in 10 s at 500/s", n)
-	}
-	if st := h.Stats(); st["concurrency"] != 0 || st["length"] != 0 {
-		t.Fatalf("stats %v", st)
-	}
-}
-
-// poolOf reads the pool of the pinned xk6-sql's Database: the field is there with its type
-// (a zero Database says "no pool", not "no field"), and a set pool is the one returned.
-func TestPoolOfPinnedXk6SQL(t *testing.T) {
-	if _, err := poolOf(nil); err == nil || !strings.Contains(err.Error(), "sql.open") {
-		t.Fatalf("poolOf(nil): want an error naming sql.open, got %v", err)
-	}
-	d := &xsql.Database{}
-	if _, err := poolOf(d); err == nil || !strings.Contains(err.Error(), "without a pool") {
-		t.Fatalf("poolOf(zero Database): want the no-pool error (the field exists), got %v", err)
-	}
-	want := &sql.DB{}
-	f := reflect.ValueOf(d).Elem().FieldByName("db")
-	*(**sql.DB)(unsafe.Pointer(f.UnsafeAddr())) = want
-	got, err := poolOf(d)
-	if err != nil || got != want {
-		t.Fatalf("poolOf: got %p, %v; want %p", got, err, want)
 	}
 }

@@ -1,0 +1,24 @@
+package tbs
+
+import "sync/atomic"
+
+// Counter is a number shared by the VUs of the process.
+type Counter struct{ v atomic.Int64 }
+
+// Add adds n and returns the new value.
+func (c *Counter) Add(n int64) int64 { return c.v.Add(n) }
+
+// Get returns the value.
+func (c *Counter) Get() int64 { return c.v.Load() }
+
+// Counter returns the process-wide counter called name.
+func (m *Module) Counter(name string) *Counter {
+	m.r.mu.Lock()
+	defer m.r.mu.Unlock()
+	c, ok := m.r.counters[name]
+	if !ok {
+		c = &Counter{}
+		m.r.counters[name] = c
+	}
+	return c
+}

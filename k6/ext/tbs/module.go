@@ -1,0 +1,63 @@
+// Package tbs is the k6/x/tbs module of tidb-bench-stack: the state that sysbench keeps for
+// all its threads at once, which k6's VUs (each its own JavaScript runtime) cannot share
+// without help.
+//
+//   - Histogram: sysbench 1.0.20's latency histogram (sb_histogram.c: 1,024 logarithmic
+//     buckets from 0.001 ms to 100 s, percentiles by nearest rank), one per thread step,
+//     merged over every VU of the process as events end. Bounded: no sample is kept.
+//   - Recorder: ends an event: one call takes the clock, adds the latency to the step's
+//     histogram and sends the k6 sample (oltp_latency, a Trend, for Prometheus' native
+//     histograms). The Trend's end-of-test sink is replaced by a bounded one, so a run's
+//     memory stays flat however long it runs (k6's own Trend sink keeps every sample).
+//   - Queue: sysbench's --rate: events arrive as a Poisson process and are taken, in order,
+//     by whichever VU is free; the queue holds at most 131,072 events (sysbench's
+//     MAX_QUEUE_LEN), arrivals beyond it are counted as dropped.
+//   - Unique: sysbench.rand.unique(), one sequence for the whole process.
+//   - Counter: a number shared by the VUs of the process (ready VUs, and so on).
+//   - cpuSeconds / rssBytes: the process' own resource use.
+//
+// One file per concern: module.go (registration, the process-wide state), clock.go,
+// histogram.go (+ atomicfloat.go), sink.go (the bounded Trend sink), recorder.go, queue.go,
+// unique.go, counter.go, marks.go, process.go, exec.go (the statement runner), rand.go
+// (sysbench's random numbers). index.d.ts is the JS API; dts_test.go keeps it true.
+package tbs
+
+import (
+	"sync"
+
+	"go.k6.io/k6/js/modules"
+	"go.k6.io/k6/metrics"
+)
+
+// ImportPath is the module's JS import path.
+const ImportPath = "k6/x/tbs"
+
+func init() { modules.Register(ImportPath, newRoot()) }
+
+type root struct {
+	mu       sync.Mutex
+	hists    map[string]*Histogram
+	queues   map[string]*Queue
+	uniques  map[string]*Unique
+	counters map[string]*Counter
+	bounded  map[*metrics.Metric]bool
+	marks    map[string]float64
+}
+
+func newRoot() *root {
+	return &root{
+		hists: map[string]*Histogram{}, queues: map[string]*Queue{}, uniques: map[string]*Unique{},
+		counters: map[string]*Counter{}, bounded: map[*metrics.Metric]bool{},
+	}
+}
+
+func (r *root) NewModuleInstance(vu modules.VU) modules.Instance { return &Module{r: r, vu: vu} }
+
+// Module is what a VU sees as the default export of k6/x/tbs.
+type Module struct {
+	r  *root
+	vu modules.VU
+}
+
+// Exports implements modules.Instance.
+func (m *Module) Exports() modules.Exports { return modules.Exports{Default: m} }
