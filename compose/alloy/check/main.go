@@ -1,28 +1,35 @@
-// Command alloy-check checks compose/alloy/config.alloy without Grafana Alloy: Alloy's source
-// downloads from the Go module proxy (tests/test_alloy_schemas.py reads it), but Alloy itself,
-// with over a thousand dependencies, is not built here. It uses Alloy's own syntax module
-// (github.com/grafana/alloy/syntax: the parser and the evaluator Alloy runs on) and:
+// Command alloy-check checks compose/alloy/config.alloy without Grafana Alloy (Alloy itself,
+// with over a thousand dependencies, is not built here). It uses Alloy's own syntax module,
+// github.com/grafana/alloy/syntax (the parser and evaluator Alloy runs on), and schema.json, a
+// table of the components, arguments, blocks and exports config.alloy uses, as Alloy's
+// reference documentation of the pinned release gives them (tests/test_alloy_schemas.py
+// compares the table with those pages). No Alloy source is copied here:
 //
-//  1. parses the file with Alloy's parser (syntax errors);
-//  2. accepts only the components this stack uses, each decoded by Alloy's evaluator into a
-//     copy of that component's Arguments schema (attribute and block names, required ones and
-//     types copied from grafana/alloy's internal/component sources), so unknown or missing
-//     attributes, wrong types and bad references to other components fail as Alloy would;
-//  3. runs the pipeline on sample discovered containers (-targets, JSON list of label sets,
-//     as discovery.docker exports them): discovery.relabel's rules (replace, keep, drop),
-//     then what loki.source.docker does per log line (its labels, relabel_rules with
-//     __meta_docker_container_log_stream set, labels starting with "__" dropped), and prints
-//     the label sets of the resulting Loki streams as JSON.
+//  1. the file is parsed with Alloy's parser (syntax errors);
+//  2. each component must be in the table; its body is decoded by Alloy's evaluator into a Go
+//     struct type built from the table, so an unknown component, argument or block, a missing
+//     required argument, a value of the wrong type (capsules included: forward_to takes only
+//     a LogsReceiver), a reference to an undeclared component and an unknown function fail as
+//     in Alloy; values outside a documented set (enum) fail too;
+//  3. the log pipeline runs on sample discovered containers (-targets, a JSON list of label
+//     sets as discovery.docker exports them): discovery.relabel's rules (replace, keep, drop),
+//     then what loki.source.docker does per container (targets deduplicated by container id,
+//     its labels, relabel_rules with __meta_docker_container_log_stream set, "__" labels
+//     dropped). It prints each component's arguments (Alloy's names) and the label sets of the
+//     resulting Loki streams as JSON. This simulation is most of this file; it stays because
+//     tests/test_compose.py reads the streams to prove which containers' logs reach Loki and
+//     with which labels, which no schema can say.
 //
 // Usage: alloy-check [-targets targets.json] config.alloy   (environment: as for Alloy)
 package main
 
 import (
+	_ "embed"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net/url"
 	"os"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -33,212 +40,150 @@ import (
 	"github.com/grafana/alloy/syntax/vm"
 )
 
-// ---- Component schemas (copied from grafana/alloy internal/component/..., Arguments) ----
-//
-// Checked against grafana/alloy v1.19.2 (ALLOY_IMAGE in .env). Each schema names its source
-// file and type on an "alloy-source:" line; tests/test_alloy_schemas.py compares every one with
-// that file of the Alloy version .env pins (attribute and block names, required or optional),
-// and fails when .env pins another version than the one above until it is re-checked.
+//go:embed schema.json
+var schemaJSON []byte
 
-// Target is discovery.Target: a label set.
-type Target map[string]string
-
-// RelabelConfig is internal/component/common/relabel.Config.
-// alloy-source: internal/component/common/relabel/relabel.go Config
-type RelabelConfig struct {
-	SourceLabels []string `alloy:"source_labels,attr,optional"`
-	Separator    string   `alloy:"separator,attr,optional"`
-	Regex        string   `alloy:"regex,attr,optional"`
-	Modulus      uint64   `alloy:"modulus,attr,optional"`
-	TargetLabel  string   `alloy:"target_label,attr,optional"`
-	Replacement  string   `alloy:"replacement,attr,optional"`
-	Action       string   `alloy:"action,attr,optional"`
+type argument struct {
+	Type     string   `json:"type"`
+	Required bool     `json:"required"`
+	Default  *string  `json:"default"`
+	Enum     []string `json:"enum"`
 }
 
-// SetToDefault mirrors relabel.Config's defaults.
-func (c *RelabelConfig) SetToDefault() {
-	*c = RelabelConfig{Action: "replace", Separator: ";", Regex: "(.*)", Replacement: "$1"}
+type block struct {
+	Doc       string              `json:"doc"`
+	Arguments map[string]argument `json:"arguments"`
+	Blocks    map[string]block    `json:"blocks"`
+	Exports   map[string]string   `json:"exports"`
 }
 
-var relabelActions = map[string]bool{"replace": true, "keep": true, "drop": true, "hashmod": true,
-	"labelmap": true, "labeldrop": true, "labelkeep": true, "lowercase": true, "uppercase": true,
-	"keepequal": true, "dropequal": true}
+// Target is a discovered target: a label set.
+type Target = map[string]string
 
-var relabelTarget = regexp.MustCompile(`^(?:(?:[a-zA-Z_]|\$(?:\{\w+\}|\w+))+\w*)+$`)
-
-// Validate mirrors the parts of relabel.Config.Validate that apply to the actions we use.
-func (c *RelabelConfig) Validate() error {
-	if !relabelActions[c.Action] {
-		return fmt.Errorf("unrecognized action type %q", c.Action)
-	}
-	if _, err := regexp.Compile("^(?:" + c.Regex + ")$"); err != nil {
-		return fmt.Errorf("regex %q: %w", c.Regex, err)
-	}
-	if c.Action == "replace" && (c.TargetLabel == "" || !relabelTarget.MatchString(c.TargetLabel)) {
-		return fmt.Errorf("%q is invalid 'target_label' for replace action", c.TargetLabel)
-	}
-	return nil
+// LogsReceiver is the LogsReceiver capsule (loki.write's receiver); it names its component.
+type LogsReceiver struct {
+	Component string `json:"component"`
 }
-
-// Rules is relabel.Rules, a capsule (opaque) value in Alloy.
-type Rules []*RelabelConfig
-
-func (Rules) AlloyCapsule() {}
-
-// LogsReceiver stands for loki.LogsReceiver (a capsule); name says which component exports it.
-type LogsReceiver struct{ name string }
 
 func (LogsReceiver) AlloyCapsule() {}
 
-// DockerFilter is discovery/docker.Filter.
-// alloy-source: internal/component/discovery/docker/docker.go Filter
-type DockerFilter struct {
-	Name   string   `alloy:"name,attr"`
-	Values []string `alloy:"values,attr"`
-}
+// RelabelRules is the RelabelRules capsule (discovery.relabel's rules).
+type RelabelRules []map[string]any
 
-// DiscoveryDocker is discovery/docker.Arguments (without the squashed HTTP client options).
-// alloy-source: internal/component/discovery/docker/docker.go Arguments
-type DiscoveryDocker struct {
-	Host               string         `alloy:"host,attr"`
-	Port               int            `alloy:"port,attr,optional"`
-	HostNetworkingHost string         `alloy:"host_networking_host,attr,optional"`
-	RefreshInterval    time.Duration  `alloy:"refresh_interval,attr,optional"`
-	Filters            []DockerFilter `alloy:"filter,block,optional"`
-}
-
-// DiscoveryRelabel is discovery/relabel.Arguments.
-// alloy-source: internal/component/discovery/relabel/relabel.go Arguments
-type DiscoveryRelabel struct {
-	Targets        []Target         `alloy:"targets,attr"`
-	RelabelConfigs []*RelabelConfig `alloy:"rule,block,optional"`
-}
-
-// LokiSourceDocker is loki/source/docker.Arguments (without the HTTP client block).
-// alloy-source: internal/component/loki/source/docker/docker.go Arguments
-type LokiSourceDocker struct {
-	Host            string            `alloy:"host,attr"`
-	Targets         []Target          `alloy:"targets,attr"`
-	ForwardTo       []LogsReceiver    `alloy:"forward_to,attr"`
-	Labels          map[string]string `alloy:"labels,attr,optional"`
-	RelabelRules    Rules             `alloy:"relabel_rules,attr,optional"`
-	RefreshInterval time.Duration     `alloy:"refresh_interval,attr,optional"`
-}
-
-// LokiEndpoint is loki/write.EndpointOptions (without the HTTP client and queue options).
-// alloy-source: internal/component/loki/write/types.go EndpointOptions
-type LokiEndpoint struct {
-	Name              string            `alloy:"name,attr,optional"`
-	URL               string            `alloy:"url,attr"`
-	BatchWait         time.Duration     `alloy:"batch_wait,attr,optional"`
-	BatchSize         string            `alloy:"batch_size,attr,optional"`
-	RemoteTimeout     time.Duration     `alloy:"remote_timeout,attr,optional"`
-	Headers           map[string]string `alloy:"headers,attr,optional"`
-	MinBackoff        time.Duration     `alloy:"min_backoff_period,attr,optional"`
-	MaxBackoff        time.Duration     `alloy:"max_backoff_period,attr,optional"`
-	MaxBackoffRetries int               `alloy:"max_backoff_retries,attr,optional"`
-	TenantID          string            `alloy:"tenant_id,attr,optional"`
-	RetryOnHTTP429    bool              `alloy:"retry_on_http_429,attr,optional"`
-}
-
-// LokiWrite is loki/write.Arguments (without the WAL block).
-// alloy-source: internal/component/loki/write/write.go Arguments
-type LokiWrite struct {
-	Endpoints      []LokiEndpoint    `alloy:"endpoint,block,optional"`
-	ExternalLabels map[string]string `alloy:"external_labels,attr,optional"`
-	MaxStreams     int               `alloy:"max_streams,attr,optional"`
-}
-
-// ---- The checker ----
-
-type component struct {
-	name, label string
-	block       *ast.BlockStmt
-	args        any
-	exports     map[string]any
-}
-
-func (c *component) id() string { return c.name + "." + c.label }
-
-var known = map[string]func() any{
-	"discovery.docker":   func() any { return &DiscoveryDocker{RefreshInterval: time.Minute, Port: 80} },
-	"discovery.relabel":  func() any { return &DiscoveryRelabel{} },
-	"loki.source.docker": func() any { return &LokiSourceDocker{RefreshInterval: 60 * time.Second} },
-	"loki.write":         func() any { return &LokiWrite{} },
-}
+func (RelabelRules) AlloyCapsule() {}
 
 func fail(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "alloy-check: "+format+"\n", a...)
 	os.Exit(1)
 }
 
-// refs returns the dotted names an expression reads (a.b.c for a.b.c.d accesses).
-func refs(n ast.Node) []string {
-	var out []string
-	var walk func(n ast.Node)
-	path := func(e ast.Expr) (string, bool) {
-		var parts []string
-		for {
-			switch x := e.(type) {
-			case *ast.AccessExpr:
-				parts = append([]string{x.Name.Name}, parts...)
-				e = x.Value
-				continue
-			case *ast.IdentifierExpr:
-				parts = append([]string{x.Ident.Name}, parts...)
-				return strings.Join(parts, "."), true
-			}
-			return "", false
-		}
+// goType is the Go type the evaluator decodes an Alloy type into.
+func goType(t string) reflect.Type {
+	switch t {
+	case "string":
+		return reflect.TypeOf("")
+	case "bool":
+		return reflect.TypeOf(false)
+	case "number":
+		return reflect.TypeOf(float64(0))
+	case "int":
+		return reflect.TypeOf(0)
+	case "duration":
+		return reflect.TypeOf(time.Duration(0))
+	case "LogsReceiver":
+		return reflect.TypeOf(LogsReceiver{})
+	case "RelabelRules":
+		return reflect.TypeOf(RelabelRules{})
 	}
-	walk = func(n ast.Node) {
-		switch x := n.(type) {
-		case ast.Body:
-			for _, s := range x {
-				walk(s)
-			}
-		case *ast.BlockStmt:
-			walk(x.Body)
-		case *ast.AttributeStmt:
-			walk(x.Value)
-		case *ast.AccessExpr:
-			if p, ok := path(x); ok {
-				out = append(out, p)
-			} else {
-				walk(x.Value)
-			}
-		case *ast.IdentifierExpr:
-			out = append(out, x.Ident.Name)
-		case *ast.ArrayExpr:
-			for _, e := range x.Elements {
-				walk(e)
-			}
-		case *ast.ObjectExpr:
-			for _, f := range x.Fields {
-				walk(f.Value)
-			}
-		case *ast.IndexExpr:
-			walk(x.Value)
-			walk(x.Index)
-		case *ast.CallExpr:
-			walk(x.Value)
-			for _, a := range x.Args {
-				walk(a)
-			}
-		case *ast.UnaryExpr:
-			walk(x.Value)
-		case *ast.BinaryExpr:
-			walk(x.Left)
-			walk(x.Right)
-		case *ast.ParenExpr:
-			walk(x.Inner)
-		}
+	if in, ok := strings.CutPrefix(t, "list("); ok && strings.HasSuffix(in, ")") {
+		return reflect.SliceOf(goType(in[:len(in)-1]))
 	}
-	walk(n)
-	return out
+	if in, ok := strings.CutPrefix(t, "map("); ok && strings.HasSuffix(in, ")") {
+		return reflect.MapOf(reflect.TypeOf(""), goType(in[:len(in)-1]))
+	}
+	fail("schema.json: type %q is not one alloy-check knows", t)
+	return nil
 }
 
-// scope builds the nested object Alloy exposes: discovery.relabel.<label>.output, ...
+// structType builds the struct Alloy's evaluator decodes a block into: one field per argument
+// (`alloy:"name,attr"`, optional ones as pointers, so unset stays nil) and per block (a list).
+func structType(b block) (reflect.Type, []string) {
+	var fields []reflect.StructField
+	var names []string
+	for _, name := range sortedKeys(b.Arguments) {
+		a := b.Arguments[name]
+		t, tag := goType(a.Type), name+",attr"
+		if !a.Required {
+			t, tag = reflect.PointerTo(t), tag+",optional"
+		}
+		fields = append(fields, reflect.StructField{Name: fmt.Sprintf("F%d", len(fields)), Type: t,
+			Tag: reflect.StructTag(fmt.Sprintf("alloy:%q", tag))})
+		names = append(names, name)
+	}
+	for _, name := range sortedKeys(b.Blocks) {
+		t, _ := structType(b.Blocks[name])
+		fields = append(fields, reflect.StructField{Name: fmt.Sprintf("F%d", len(fields)), Type: reflect.SliceOf(t),
+			Tag: reflect.StructTag(fmt.Sprintf("alloy:%q", name+",block,optional"))})
+		names = append(names, name)
+	}
+	return reflect.StructOf(fields), names
+}
+
+// plain turns a decoded block into {Alloy name: value}: unset optional arguments take their
+// documented default or are left out, durations are printed as Alloy writes them, enums are
+// checked.
+func plain(where string, b block, v reflect.Value) (map[string]any, error) {
+	_, names := structType(b)
+	out := map[string]any{}
+	for i, name := range names {
+		f := v.Field(i)
+		if sub, isBlock := b.Blocks[name]; isBlock {
+			var list []any
+			for j := 0; j < f.Len(); j++ {
+				m, err := plain(fmt.Sprintf("%s %s[%d]", where, name, j), sub, f.Index(j))
+				if err != nil {
+					return nil, err
+				}
+				list = append(list, m)
+			}
+			if list != nil {
+				out[name] = list
+			}
+			continue
+		}
+		a := b.Arguments[name]
+		if f.Kind() == reflect.Pointer {
+			if f.IsNil() {
+				if a.Default != nil {
+					out[name] = *a.Default
+				}
+				continue
+			}
+			f = f.Elem()
+		}
+		val := f.Interface()
+		if d, ok := val.(time.Duration); ok {
+			val = d.String()
+		}
+		if s, ok := val.(string); ok && a.Enum != nil && !contains(a.Enum, s) {
+			return nil, fmt.Errorf("%s: %s = %q is not one of %s", where, name, s, strings.Join(a.Enum, ", "))
+		}
+		out[name] = val
+	}
+	return out, nil
+}
+
+type component struct {
+	name, label string
+	spec        block
+	body        ast.Body
+	args        map[string]any
+	exports     map[string]any
+}
+
+func (c *component) id() string { return c.name + "." + c.label }
+
+// scope is what the evaluated components export: discovery.relabel.<label>.output, ...
 func scope(done []*component) *vm.Scope {
 	vars := map[string]any{}
 	for _, c := range done {
@@ -257,46 +202,150 @@ func scope(done []*component) *vm.Scope {
 	return vm.NewScope(vars)
 }
 
-// relabel applies Prometheus relabeling (the actions this stack uses) to one label set;
-// ok is false when the target is dropped.
-func relabel(lbls Target, rules []*RelabelConfig) (Target, bool) {
-	out := Target{}
+// evaluate decodes c's body with Alloy's evaluator and computes its exports.
+func evaluate(c *component, done []*component, samples []Target) error {
+	t, _ := structType(c.spec)
+	args := reflect.New(t)
+	if err := vm.New(c.body).Evaluate(scope(done), args.Interface()); err != nil {
+		return err
+	}
+	m, err := plain(c.id(), c.spec, args.Elem())
+	if err != nil {
+		return err
+	}
+	c.args = m
+	switch c.name {
+	case "discovery.docker":
+		// the sample containers stand for what the Docker engine lists (it applies the filters)
+		c.exports = map[string]any{"targets": samples}
+	case "discovery.relabel":
+		rules := RelabelRules{}
+		for _, r := range asList(m["rule"]) {
+			rule := r.(map[string]any)
+			if _, err := regexp.Compile(rule["regex"].(string)); err != nil {
+				return fmt.Errorf("rule regex: %w", err)
+			}
+			rules = append(rules, rule)
+		}
+		out := []Target{}
+		for _, t := range m["targets"].([]Target) {
+			r, keep, err := relabel(t, rules)
+			if err != nil {
+				return err
+			}
+			if keep {
+				out = append(out, r)
+			}
+		}
+		c.exports = map[string]any{"output": out, "rules": rules}
+	case "loki.write":
+		c.exports = map[string]any{"receiver": LogsReceiver{Component: c.id()}}
+	default:
+		c.exports = map[string]any{}
+	}
+	for name, typ := range c.spec.Exports {
+		if got := reflect.TypeOf(c.exports[name]); got != goType(typ) {
+			return fmt.Errorf("export %s is a %v here, the schema's %s", name, got, typ)
+		}
+	}
+	return nil
+}
+
+// relabel applies relabeling rules (the actions this stack uses) to one label set; keep is
+// false when the target is dropped.
+func relabel(lbls Target, rules RelabelRules) (out Target, keep bool, err error) {
+	out = Target{}
 	for k, v := range lbls {
 		out[k] = v
 	}
 	for _, r := range rules {
-		vals := make([]string, len(r.SourceLabels))
-		for i, s := range r.SourceLabels {
-			vals[i] = out[s]
+		var vals []string
+		for _, s := range asStrings(r["source_labels"]) {
+			vals = append(vals, out[s])
 		}
-		val := strings.Join(vals, r.Separator)
-		re := regexp.MustCompile("^(?:" + r.Regex + ")$")
-		switch r.Action {
+		val := strings.Join(vals, r["separator"].(string))
+		re, err := regexp.Compile("^(?:" + r["regex"].(string) + ")$")
+		if err != nil {
+			return nil, false, fmt.Errorf("rule regex: %w", err)
+		}
+		switch r["action"] {
 		case "keep":
 			if !re.MatchString(val) {
-				return nil, false
+				return nil, false, nil
 			}
 		case "drop":
 			if re.MatchString(val) {
-				return nil, false
+				return nil, false, nil
 			}
 		case "replace":
 			idx := re.FindStringSubmatchIndex(val)
 			if idx == nil {
 				continue
 			}
-			target := string(re.ExpandString(nil, r.TargetLabel, val, idx))
-			res := string(re.ExpandString(nil, r.Replacement, val, idx))
-			if res == "" {
+			tl, _ := r["target_label"].(string)
+			if tl == "" {
+				return nil, false, fmt.Errorf("rule: action replace needs a target_label")
+			}
+			target := string(re.ExpandString(nil, tl, val, idx))
+			if res := string(re.ExpandString(nil, r["replacement"].(string), val, idx)); res == "" {
 				delete(out, target)
 			} else {
 				out[target] = res
 			}
 		default:
-			fail("action %q is not simulated by alloy-check", r.Action)
+			return nil, false, fmt.Errorf("rule: action %q is not simulated by alloy-check", r["action"])
 		}
 	}
-	return out, true
+	return out, true, nil
+}
+
+// streams is what loki.source.docker makes of its targets: the label sets of the Loki streams.
+func streams(c *component) ([]Target, error) {
+	if len(asList(c.args["forward_to"])) == 0 {
+		return nil, fmt.Errorf("forward_to is empty")
+	}
+	var rules RelabelRules
+	if r, ok := c.args["relabel_rules"].(RelabelRules); ok {
+		rules = r
+	}
+	var out []Target
+	seen := map[string]bool{}
+	for _, t := range c.args["targets"].([]Target) {
+		id := t["__meta_docker_container_id"]
+		if id == "" {
+			return nil, fmt.Errorf("a target has no __meta_docker_container_id, it would be skipped: %v", t)
+		}
+		if seen[id] { // one target per container id (the docs' "Component behavior")
+			continue
+		}
+		seen[id] = true
+		lbls := Target{}
+		for k, v := range t {
+			lbls[k] = v
+		}
+		for k, v := range c.args["labels"].(map[string]string) {
+			lbls[k] = v
+		}
+		lbls["__meta_docker_container_log_stream"] = "stdout"
+		r, keep, err := relabel(lbls, rules)
+		if err != nil {
+			return nil, err
+		}
+		if !keep {
+			continue
+		}
+		final := Target{}
+		for k, v := range r {
+			if !strings.HasPrefix(k, "__") {
+				final[k] = v
+			}
+		}
+		if len(final) == 0 {
+			return nil, fmt.Errorf("container %s would be shipped with no labels", id)
+		}
+		out = append(out, final)
+	}
+	return out, nil
 }
 
 func main() {
@@ -304,6 +353,12 @@ func main() {
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fail("usage: alloy-check [-targets file.json] config.alloy")
+	}
+	var schema struct {
+		Components map[string]block `json:"components"`
+	}
+	if err := json.Unmarshal(schemaJSON, &schema); err != nil {
+		fail("schema.json: %v", err)
 	}
 	src, err := os.ReadFile(flag.Arg(0))
 	if err != nil {
@@ -313,8 +368,7 @@ func main() {
 	if err != nil {
 		fail("syntax: %v", err)
 	}
-
-	var samples []Target
+	samples := []Target{}
 	if *targetsFile != "" {
 		b, err := os.ReadFile(*targetsFile)
 		if err != nil {
@@ -325,146 +379,69 @@ func main() {
 		}
 	}
 
-	// 1. the components, by name and label
+	// the components, by name and label
 	var comps []*component
-	byID := map[string]*component{}
+	ids := map[string]bool{}
 	for _, stmt := range file.Body {
 		b, ok := stmt.(*ast.BlockStmt)
 		if !ok {
 			fail("top level: only component blocks are expected")
 		}
 		name := strings.Join(b.Name, ".")
-		if _, ok := known[name]; !ok {
-			fail("%s: component %q is not one this stack uses (known: discovery.docker, discovery.relabel, loki.source.docker, loki.write)", name, name)
+		spec, ok := schema.Components[name]
+		if !ok {
+			fail("%s: component %q is not in schema.json (known: %s)", name, name, strings.Join(sortedKeys(schema.Components), ", "))
 		}
 		if b.Label == "" {
 			fail("%s: a component needs a label", name)
 		}
-		c := &component{name: name, label: b.Label, block: b}
-		if byID[c.id()] != nil {
+		c := &component{name: name, label: b.Label, spec: spec, body: b.Body}
+		if ids[c.id()] {
 			fail("%s declared twice", c.id())
 		}
-		byID[c.id()] = c
+		ids[c.id()] = true
 		comps = append(comps, c)
 	}
 
-	// 2. evaluate in dependency order (references must name a declared component)
-	deps := map[*component][]*component{}
-	for _, c := range comps {
-		for _, r := range refs(c.block.Body) {
-			parts := strings.Split(r, ".")
-			var dep *component
-			for i := len(parts); i >= 2; i-- {
-				if d := byID[strings.Join(parts[:i], ".")]; d != nil {
-					dep = d
-					break
-				}
-			}
-			if dep != nil {
-				deps[c] = append(deps[c], dep)
-				continue
-			}
-			if _, isComp := map[string]bool{"discovery": true, "loki": true, "prometheus": true, "otelcol": true}[parts[0]]; isComp {
-				fail("%s: reference %s names no declared component", c.id(), r)
-			}
-			// anything else must be the standard library (sys.env, ...): the evaluator checks it
-		}
-	}
+	// evaluate each component once the ones it references are: a round that evaluates none
+	// leaves a reference to an undeclared component (or a cycle), or another error
 	var done []*component
-	evaluated := map[*component]bool{}
-	for len(done) < len(comps) {
-		progress := false
-		for _, c := range comps {
-			if evaluated[c] {
-				continue
+	pending := comps
+	for len(pending) > 0 {
+		var next []*component
+		errs := map[*component]error{}
+		for _, c := range pending {
+			if err := evaluate(c, done, samples); err != nil {
+				errs[c] = err
+				next = append(next, c)
+			} else {
+				done = append(done, c)
 			}
-			ready := true
-			for _, d := range deps[c] {
-				ready = ready && evaluated[d]
-			}
-			if !ready {
-				continue
-			}
-			args := known[c.name]()
-			if err := vm.New(c.block.Body).Evaluate(scope(done), args); err != nil {
-				fail("%s: %v", c.id(), err)
-			}
-			c.args = args
-			if err := validate(c, samples); err != nil {
-				fail("%s: %v", c.id(), err)
-			}
-			evaluated[c] = true
-			done = append(done, c)
-			progress = true
 		}
-		if !progress {
-			fail("components reference each other in a cycle")
+		if len(next) == len(pending) { // every error: one may be what the others reference
+			var lines []string
+			for _, c := range next {
+				lines = append(lines, fmt.Sprintf("%s: %v", c.id(), errs[c]))
+			}
+			fail("%s", strings.Join(lines, "\nalloy-check: "))
 		}
+		pending = next
 	}
 
-	// 3. the Loki streams the sample targets become
-	var streams []Target
-	writers := map[string]bool{}
-	for _, c := range comps {
-		if c.name == "loki.write" {
-			writers["loki.write."+c.label+".receiver"] = true
-		}
-	}
-	for _, c := range comps {
-		a, ok := c.args.(*LokiSourceDocker)
-		if !ok {
-			continue
-		}
-		if len(a.ForwardTo) == 0 {
-			fail("%s: forward_to is empty", c.id())
-		}
-		for _, r := range a.ForwardTo {
-			if !writers[r.name] {
-				fail("%s: forward_to %s is not a loki.write receiver", c.id(), r.name)
-			}
-		}
-		seen := map[string]bool{}
-		for _, t := range a.Targets {
-			id := t["__meta_docker_container_id"]
-			if id == "" {
-				fail("%s: a target has no __meta_docker_container_id, loki.source.docker would skip it: %v", c.id(), t)
-			}
-			if seen[id] {
-				continue
-			}
-			seen[id] = true
-			lbls := Target{}
-			for k, v := range t {
-				lbls[k] = v
-			}
-			for k, v := range a.Labels {
-				if _, exists := lbls[k]; !exists {
-					lbls[k] = v
-				}
-			}
-			lbls["__meta_docker_container_log_stream"] = "stdout"
-			out, keep := relabel(lbls, a.RelabelRules)
-			if !keep {
-				continue
-			}
-			final := Target{}
-			for k, v := range out {
-				if !strings.HasPrefix(k, "__") {
-					final[k] = v
-				}
-			}
-			if len(final) == 0 {
-				fail("%s: container %s would be shipped with no labels", c.id(), id)
-			}
-			streams = append(streams, final)
-		}
-	}
-	sort.Slice(streams, func(i, j int) bool { return fmt.Sprint(streams[i]) < fmt.Sprint(streams[j]) })
-
-	summary := map[string]any{"streams": streams}
+	var all []Target
+	summary := map[string]any{}
 	for _, c := range comps {
 		summary[c.id()] = c.args
+		if c.name == "loki.source.docker" {
+			s, err := streams(c)
+			if err != nil {
+				fail("%s: %v", c.id(), err)
+			}
+			all = append(all, s...)
+		}
 	}
+	sort.Slice(all, func(i, j int) bool { return fmt.Sprint(all[i]) < fmt.Sprint(all[j]) })
+	summary["streams"] = all
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(summary); err != nil {
@@ -472,57 +449,37 @@ func main() {
 	}
 }
 
-// validate runs the components' own Validate checks and computes their exports.
-func validate(c *component, samples []Target) error {
-	switch a := c.args.(type) {
-	case *DiscoveryDocker:
-		if a.Host == "" {
-			return fmt.Errorf("host attribute must not be empty")
-		}
-		if _, err := url.Parse(a.Host); err != nil {
-			return fmt.Errorf("parsing host attribute: %w", err)
-		}
-		if a.RefreshInterval <= 0 {
-			return fmt.Errorf("refresh_interval must be greater than 0")
-		}
-		// the sample containers stand for what the Docker engine would list (the filters
-		// are applied by the engine; the tests check their values)
-		c.exports = map[string]any{"targets": samples}
-	case *DiscoveryRelabel:
-		for _, r := range a.RelabelConfigs {
-			if err := r.Validate(); err != nil {
-				return err
-			}
-		}
-		var out []Target
-		for _, t := range a.Targets {
-			if r, keep := relabel(t, a.RelabelConfigs); keep {
-				out = append(out, r)
-			}
-		}
-		if out == nil {
-			out = []Target{}
-		}
-		c.exports = map[string]any{"output": out, "rules": Rules(a.RelabelConfigs)}
-	case *LokiSourceDocker:
-		if _, err := url.Parse(a.Host); err != nil {
-			return fmt.Errorf("failed to parse Docker host %q: %w", a.Host, err)
-		}
-		if a.RefreshInterval <= 0 {
-			return fmt.Errorf("refresh_interval must be positive, got %q", a.RefreshInterval)
-		}
-		c.exports = map[string]any{}
-	case *LokiWrite:
-		if len(a.Endpoints) == 0 {
-			return fmt.Errorf("at least one endpoint must be configured")
-		}
-		for _, e := range a.Endpoints {
-			u, err := url.Parse(e.URL)
-			if err != nil || u.Scheme == "" || u.Host == "" {
-				return fmt.Errorf("endpoint url %q is not an absolute URL", e.URL)
-			}
-		}
-		c.exports = map[string]any{"receiver": LogsReceiver{name: c.id() + ".receiver"}}
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	return nil
+	sort.Strings(keys)
+	return keys
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func asList(v any) []any {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice {
+		return nil
+	}
+	out := make([]any, rv.Len())
+	for i := range out {
+		out[i] = rv.Index(i).Interface()
+	}
+	return out
+}
+
+func asStrings(v any) []string {
+	s, _ := v.([]string)
+	return s
 }
