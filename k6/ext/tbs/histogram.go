@@ -62,8 +62,11 @@ func newHistogram() *Histogram {
 }
 
 // Add records one latency (ms) of an event that ended at `end` (epoch ms, 0: unknown).
-func (h *Histogram) Add(ms, end float64) {
-	h.buckets[bucketOf(ms)].Add(1)
+func (h *Histogram) Add(ms, end float64) { h.add(bucketOf(ms), ms, end) }
+
+// add is Add with the bucket of ms already known (the recorder computes it once per event).
+func (h *Histogram) add(b int, ms, end float64) {
+	h.buckets[b].Add(1)
 	h.count.Add(1)
 	h.sum.add(ms)
 	h.min.min(ms)
