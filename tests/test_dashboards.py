@@ -20,11 +20,11 @@ import urllib.request
 import pytest
 import yaml
 
+import dashtools as dt
 from conftest import stop_process
+from tbsdash import pingcap  # PingCAP's dashboards, prepared at start (tests/test_pingcap_dashboards.py)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "grafana"))  # pingcap.py
-import dashtools as dt  # noqa: E402
 
 GRAFANA = os.path.join(ROOT, "grafana")
 PROVISIONING = os.path.join(GRAFANA, "provisioning")
@@ -157,7 +157,6 @@ def test_providers_one_folder_per_concern():
 
 
 def test_links_point_at_existing_dashboards(dashboards):
-    import pingcap  # PingCAP's dashboards, prepared at start (tests/test_pingcap_dashboards.py)
     uids = {d["uid"] for d in dashboards.values()} | {pingcap.uid(n) for n in pingcap.DASHBOARDS}
     n = 0
     for rel, d in dashboards.items():

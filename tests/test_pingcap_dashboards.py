@@ -26,12 +26,10 @@ import urllib.request
 import pytest
 import yaml
 
+import dashtools as dt
 from conftest import ROOT, fresh_db, k6, prom_wait
-
-sys.path.insert(0, str(ROOT / "grafana"))
-import dashtools as dt  # noqa: E402
-import generate  # noqa: E402
-import pingcap  # noqa: E402
+from tbsdash import base as generate  # annotations(): the run annotations our dashboards carry
+from tbsdash import pingcap
 
 PROM = "http://127.0.0.1:9090"
 DB = "sbtest_pingcap"

@@ -18,6 +18,8 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 
+from tbsdash.base import SEL
+
 from . import ReportError, contract
 
 TAIL_MS = contract.step_tail_ms()  # evaluate this long after measure_end
@@ -167,15 +169,6 @@ def sysbench_percentile(step):
     return {"pct": lat.get("pct") or 95, "pct_ms": float(lat["pct_value"])}
 
 
-def _generate():
-    """grafana/generate.py: the one place the target's process selectors are defined."""
-    from . import ROOT
-    if str(ROOT / "grafana") not in sys.path:
-        sys.path.insert(0, str(ROOT / "grafana"))
-    import generate
-    return generate
-
-
 def resource_queries(product, testid, start_ms, end_ms):
     """PromQL for the CPU cores the target and the load generator used on average between two
     times (epoch ms): each counter's last sample at the end minus its last sample at the start,
@@ -183,7 +176,7 @@ def resource_queries(product, testid, start_ms, end_ms):
     needs no two samples inside a short step). Target: TiDB + TiKV + PD from their process
     metrics, or mysqld/mariadbd from process-exporter; k6: the contract's
     k6_oltp_client_cpu_seconds_total."""
-    sel = _generate().SEL
+    sel = SEL  # the dashboards' selector config: the one place the target's process selectors are defined
     if product == "tidb":
         metric = f"process_cpu_seconds_total{{{sel['db_tidb']}}}"
     else:
