@@ -14,11 +14,14 @@
 //     MAX_QUEUE_LEN), arrivals beyond it are counted as dropped.
 //   - Unique: sysbench.rand.unique(), one sequence for the whole process.
 //   - Counter: a number shared by the VUs of the process (ready VUs, and so on).
+//   - Tally: a run's running totals in the process (queries, transactions, errors,
+//     reconnects, interval latencies), for the progress lines.
 //   - cpuSeconds / rssBytes: the process' own resource use.
 //
 // One file per concern: module.go (registration, the process-wide state), clock.go,
-// histogram.go (+ atomicfloat.go), sink.go (the bounded Trend sink), recorder.go, queue.go,
-// unique.go, counter.go, marks.go, process.go, exec.go (the statement runner), rand.go
+// histogram.go (+ atomicfloat.go; histspec.go: its definition as data, exported to
+// k6/contract.json), sink.go (the bounded Trend sink), recorder.go, queue.go, unique.go,
+// counter.go, tally.go, marks.go, process.go, exec.go (the statement runner), rand.go
 // (sysbench's random numbers). index.d.ts is the JS API; dts_test.go keeps it true.
 package tbs
 
@@ -40,6 +43,7 @@ type root struct {
 	queues   map[string]*Queue
 	uniques  map[string]*Unique
 	counters map[string]*Counter
+	tallies  map[string]*Tally
 	bounded  map[*metrics.Metric]bool
 	marks    map[string]float64
 }
@@ -47,7 +51,7 @@ type root struct {
 func newRoot() *root {
 	return &root{
 		hists: map[string]*Histogram{}, queues: map[string]*Queue{}, uniques: map[string]*Unique{},
-		counters: map[string]*Counter{}, bounded: map[*metrics.Metric]bool{},
+		counters: map[string]*Counter{}, tallies: map[string]*Tally{}, bounded: map[*metrics.Metric]bool{},
 	}
 }
 

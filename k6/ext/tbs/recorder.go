@@ -16,6 +16,7 @@ type Recorder struct {
 	m                  *Module
 	metric, respMetric *metrics.Metric
 	h, rh              *Histogram
+	tally              *Tally
 	buf                []metrics.Sample
 }
 
@@ -61,6 +62,15 @@ func (m *Module) Recorder(name, respName string) (*Recorder, error) {
 		}
 	}
 	return r, nil
+}
+
+// Tally makes every event's latency, warm-up included, go to the tally too (null: no more).
+func (r *Recorder) Tally(t *TallyHandle) {
+	if t == nil {
+		r.tally = nil
+		return
+	}
+	r.tally = t.t
 }
 
 // Use sets the histograms the next events go to (nil: none, e.g. during warm-up). The
@@ -111,8 +121,14 @@ func (r *Recorder) Flush() {
 func (r *Recorder) Done(t0 float64) float64 {
 	t := now()
 	lat := t - t0
-	if r.h != nil {
-		r.h.Add(lat, t)
+	if r.h != nil || r.tally != nil {
+		b := bucketOf(lat)
+		if r.h != nil {
+			r.h.add(b, lat, t)
+		}
+		if r.tally != nil {
+			r.tally.latency(b)
+		}
 	}
 	r.push(r.metric, lat)
 	return t

@@ -1,0 +1,213 @@
+/**
+ * k6/x/tbs: tidb-bench-stack's k6 module (Go, this directory). The state sysbench keeps for
+ * all its threads at once, which k6's VUs (each its own JavaScript runtime) cannot share
+ * otherwise, and the per-event hot path in native code.
+ *
+ * ```js
+ * import tbs from 'k6/x/tbs';
+ * const rec = tbs.recorder('oltp_latency', '');   // init context
+ * const done = rec.doneFn();
+ * rec.use(tbs.histogram('run/t8'), null);
+ * const end = done(tbs.now());
+ * ```
+ *
+ * Names are "process-wide": every VU of one k6 process that asks for the same name gets the
+ * same object. Times are epoch milliseconds on the monotonic clock (tbs.now()); latencies are
+ * milliseconds.
+ *
+ * This file is checked by dts_test.go: every function the Go module gives JavaScript is
+ * declared here with its number of parameters, and nothing else is. Keep one member per
+ * line, `name(params): Type;`.
+ */
+
+/** The module's default export. */
+export interface Tbs {
+  /** Epoch milliseconds, monotonic, microsecond resolution. */
+  now(): number;
+
+  /** The process-wide sysbench histogram `name` (1,024 log buckets, 0.001 ms to 100 s), made on first use. */
+  histogram(name: string): Histogram;
+  /** sysbench's nearest-rank percentile `p` over sparse [bucket index, count] pairs (merged histograms). */
+  percentileOf(pairs: [number, number][], p: number): number;
+  /** The sysbench bucket (0..1023) of a latency in ms. */
+  bucketOf(ms: number): number;
+  /** The histogram's definition, as k6/contract.json's latency_histogram (generated from Go). */
+  latencyHistogram(): LatencyHistogramSpec;
+
+  /** A VU's event recorder for the Trend `name` (and `respName` for rate mode's response latency; '' for none). Init context only. */
+  recorder(name: string, respName: string): Recorder;
+
+  /** The process-wide `rate` queue `name`: `rate` events/s, a Poisson process from `start` to `end` (epoch ms); seed 0: from the clock. Made on first use; later calls get the same queue whatever their other arguments. */
+  queue(name: string, rate: number, start: number, end: number, seed: number): Queue;
+
+  /** The process-wide sysbench.rand.unique() sequence `name`, seeded as sysbench seeds it; `stride` and `lane` interleave several load generators. */
+  unique(name: string, seedIndex: number, seedOffset: number, stride: number, lane: number): Unique;
+
+  /** The process-wide counter `name`. */
+  counter(name: string): Counter;
+
+  /** The process-wide tally `name`: the run's running totals for the progress lines. */
+  tally(name: string): Tally;
+
+  /** Records `v` under `name`; the first write wins. */
+  mark(name: string, v: number): void;
+  /** Every mark. */
+  marks(): Record<string, number>;
+
+  /** CPU seconds (user + system) this process has used. */
+  cpuSeconds(): number;
+  /** This process' resident memory in bytes (Linux), 0 where unknown. */
+  rssBytes(): number;
+  /** The CPUs this process may run on. */
+  cores(): number;
+
+  /** A VU's statement runner on an xk6-sql database (native functions: no reflection wrapper per statement). */
+  execer(): Execer;
+
+  /** The valid rand_type values. */
+  randTypes(): string[];
+  /** A VU's sysbench random numbers (sb_rand.c) for the options in `spec`. Throws on a bad rand_type. */
+  rand(spec: RandSpec): Rand;
+}
+
+declare const tbs: Tbs;
+export default tbs;
+
+/** One step's latencies (ms) and when its events ended. */
+export interface Histogram {
+  /** Records a latency (ms) of an event that ended at `end` (epoch ms; 0: unknown). */
+  add(ms: number, end: number): void;
+  /** sysbench's percentile `p` (nearest rank); 0 when empty. */
+  percentile(p: number): number;
+  /** The number of latencies recorded. */
+  count(): number;
+  /** The histogram as plain data. */
+  snapshot(): HistogramSnapshot;
+}
+
+export interface HistogramSnapshot {
+  scheme: 'sysbench';
+  buckets: number;
+  min_ms: number;
+  max_ms: number;
+  count: number;
+  sum_ms: number;
+  /** The non-empty buckets as [index, count] pairs. */
+  counts: [number, number][];
+  min: number;
+  max: number;
+  /** Epoch ms of the first and last event ends; the longest time without one, and its start. */
+  first_end: number;
+  last_end: number;
+  max_gap_ms: number;
+  max_gap_start: number;
+}
+
+export interface LatencyHistogramSpec {
+  scheme: 'sysbench';
+  buckets: number;
+  min_ms: number;
+  max_ms: number;
+  deduct: number;
+  mult: number;
+  bucket_ratio: number;
+  bucket: string;
+  value: string;
+  percentile: string;
+  /** values_ms[i]: the latency sysbench reports for bucket i, as Go computes it. */
+  values_ms: number[];
+}
+
+/** Ends a VU's events: latency into the step's histogram (and the tally), a k6 Trend sample (batched). */
+export interface Recorder {
+  /** Sets the histograms the next events go to (null: none, e.g. during warm-up); sends the samples gathered so far. */
+  use(h: Histogram | null, rh: Histogram | null): void;
+  /** Every event's latency, warm-up included, also goes to tally `t` (null: no more). */
+  tally(t: Tally | null): void;
+  /** Sends the batched samples to k6. */
+  flush(): void;
+  /** Ends an event that started at `t0`; returns the end (epoch ms). */
+  done(t0: number): number;
+  /** Rate mode: service latency from `t0`, response latency from `due`; returns the end. */
+  doneDue(t0: number, due: number): number;
+  /** done as a native function. */
+  doneFn(): (t0: number) => number;
+  /** doneDue as a native function. */
+  doneDueFn(): (t0: number, due: number) => number;
+}
+
+/** A VU's view of a rate queue. */
+export interface Queue {
+  /** The due time (epoch ms) of the next event, waiting until it is due; -1 when none is due before `deadline` or the queue's end. */
+  take(deadline: number): number;
+  /** Marks the event this VU took last as finished. */
+  release(): void;
+  stats(): { length: number; concurrency: number; taken: number; dropped: number };
+}
+
+export interface Unique {
+  /** The next number of the sequence (0..2^32-1). */
+  next(): number;
+}
+
+export interface Counter {
+  /** Adds `n`; returns the new value. */
+  add(n: number): number;
+  get(): number;
+}
+
+/** A run's running totals in this process (what k6 also sends to Prometheus). */
+export interface Tally {
+  /** Adds `n` to one count. */
+  add(kind: 'read' | 'write' | 'other' | 'tx' | 'err' | 'rec', n: number): void;
+  /** A native (reads, writes, others, txs) function adding four counts at once. */
+  countFn(): (reads: number, writes: number, others: number, txs: number) => void;
+  /** The counts so far. */
+  totals(): { read: number; write: number; other: number; tx: number; err: number; rec: number };
+  /** sysbench's percentile `p` over the latencies recorded since the previous call; 0 when none. */
+  intervalPercentile(p: number): number;
+}
+
+/** A VU's statement runner (k6/ext/tbs/exec.go). */
+export interface Execer {
+  /** Runs a statement on the pool set by use(); returns nothing. Throws what the driver said. */
+  exec(q: string, ...args: unknown[]): void;
+  /** Runs a statement; returns its affected rows. */
+  execCount(q: string, ...args: unknown[]): number;
+  /** Points exec/execCount at a database from sql.open() (null: none). */
+  use(db: object | null): void;
+}
+
+/** The options a Rand is made from (sysbench's, plus the VU's stream). */
+export interface RandSpec {
+  rand_type: string;
+  rand_spec_iter: number;
+  rand_spec_pct: number;
+  rand_spec_res: number;
+  rand_pareto_h: number;
+  rand_zipfian_exp: number;
+  /** 0: unseeded. */
+  rand_seed: number;
+  stream: number;
+}
+
+/** A VU's random numbers (native functions). */
+export interface Rand {
+  /** sysbench's rand_uniform(a, b). */
+  uniform(a: number, b: number): number;
+  /** The distribution of rand_type. */
+  def(a: number, b: number): number;
+  /** sb_rand_str: '#' a digit, '@' a letter. */
+  string(template: string): string;
+  /** The uniform numbers drawn so far. */
+  draws(): number;
+  byName: RandByName;
+}
+
+export interface RandByName {
+  uniform(a: number, b: number): number;
+  gaussian(a: number, b: number): number;
+  special(a: number, b: number): number;
+  pareto(a: number, b: number): number;
+  zipfian(a: number, b: number): number;
+}
