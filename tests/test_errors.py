@@ -2,17 +2,14 @@
 back and restarts it; any other error stops the run with the error's code; a connection lost
 inside a transaction restarts the whole event on a new connection (counted as a reconnect,
 not as an error, as sysbench counts it), and the rest of the event never runs in autocommit."""
-import sys
 import threading
 import time
 
-from conftest import ROOT, TARGETS, fresh_db, k6, prom, prom_wait, run_testid, sql, summary
-
-sys.path.insert(0, str(ROOT / "scripts/lib"))
-# the fault suite's TCP proxy: cut() drops every connection through it at once, as a network
+from conftest import TARGETS, fresh_db, k6, prom, prom_wait, run_testid, sql, summary
+# the fault tooling's TCP proxy: cut() drops every connection through it at once, as a network
 # failure would (the server sees clients vanish; no KILL, which makes this TiDB build panic
 # when it lands inside a writing transaction)
-from faultstack import CutProxy as CuttingProxy  # noqa: E402
+from tbstools.faultkit import CutProxy as CuttingProxy
 
 
 def prepared(target, tables=2, rows=2000):

@@ -1,35 +1,32 @@
 """Issue 11: the run survives the faults around it, loses nothing, and says what happened.
 
-Every fault is made on a private copy of the local stack's servers (scripts/lib/faultstack.py:
-the same tidb-server, mariadbd, Prometheus, Loki and promtail binaries on free ports, data in a
-temporary folder), so killing a server never disturbs the stack other tests use. k6 runs through
-scripts/k6 exactly as a user runs it. scripts/faults runs the same scenarios, longer, with
-sysbench 1.0.20 beside k6, and prints the README's table.
+Every fault is made on the running local stack with its own commands (scripts/stack
+kill|stop|restart SERVICE, driven by tools/tbstools/faultkit.py; a TCP proxy of ours cuts the
+network), on a database of the faults' own (sbtest_faults): the stack's servers are killed and
+stopped, and every one of them runs again when the module ends. k6 runs through scripts/k6
+exactly as a user runs it. tools/faults runs the same scenarios, longer, with sysbench 1.0.20
+beside k6, and prints the table of docs/faults.md.
 """
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
 from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "scripts/lib"))
-import faultstack as fs  # noqa: E402
+from tbstools import faultkit as fs
 
 
 @pytest.fixture(scope="module")
 def sb(tmp_path_factory, stack):
-    box = fs.Sandbox(tmp_path_factory.mktemp("faults"), services=("tidb", "mariadb", "prometheus", "loki", "promtail"))
-    box.start_all()
+    box = fs.Stack(tmp_path_factory.mktemp("faults"))
     try:
         for target in ("tidb", "mariadb"):
             box.prepare(target)
         yield box
     finally:
-        box.close()
+        box.close()  # every service a fault left stopped runs again
 
 
 def report(sb, testid, tmp_path):
@@ -196,7 +193,7 @@ def test_full_or_unwritable_results_dir_stops_before_any_query(sb, tmp_path, wha
 
 # ---------------------------------------------------------------------------- 4. a short soak
 def test_short_soak_with_a_fault_keeps_memory_and_descriptors_flat(sb):
-    """About 2 minutes at full speed with TiDB killed in the middle (scripts/faults --soak runs
+    """About 2 minutes at full speed with TiDB killed in the middle (tools/faults soak runs
     30 minutes): k6's RSS stays flat, its file descriptors and connections come back to what
     they were (the connections of the killed server are closed, not leaked)."""
     row = fs.soak(sb, minutes=float(os.environ.get("TBS_SOAK_MINUTES", "1.5")), threads=8, sample_every=5)

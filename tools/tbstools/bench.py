@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Does the database or the load generator set the pace? Our k6 against sysbench 1.0.20 on the
 same server, tables, threads and duration, the database on one core and the client on another
 (as with a dedicated load-generator host), alternating, several rounds: medians with their
@@ -27,10 +26,10 @@ k6 (oltp.js) and gofloor run with GOMAXPROCS=1 on a host of 4 cores or fewer unl
 is set, as scripts/k6 runs oltp.js against a local database (prepare.js keeps every core).
 Without remote write unless the figure is about it (tax, soak): the load generator is measured.
 
-  scripts/bench [--targets mariadb,tidb] [--workloads oltp_point_select,oltp_read_only,oltp_read_write,oltp_write_only]
+  tools/bench [--targets mariadb,tidb] [--workloads oltp_point_select,oltp_read_only,oltp_read_write,oltp_write_only]
                 [--threads 8,64] [--seconds 15] [--rounds 3] [--figures runs,tax,scale[,prepare]]
                 [--scale-threads 1500] [--no-pin | --pin-db 0 --pin-client 1] [--db sbtest_bench]
-  scripts/bench --soak-rss [--minutes 10] [--targets mariadb]
+  tools/bench --soak-rss [--minutes 10] [--targets mariadb]
 
 Needs the local stack (scripts/stack up --target both) and sysbench (apt-get install sysbench).
 The database servers' CPU affinity is restored when the bench ends (also on Ctrl-C / SIGTERM).
@@ -48,10 +47,10 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts/lib"))
-import benchkit as bk  # noqa: E402
-from tbsreport.k6env import read_k6_env  # noqa: E402
+from tbsreport.k6env import read_k6_env
+from tbstools import benchkit as bk
+
+ROOT = Path(__file__).resolve().parents[2]
 
 STATE = Path(os.environ.get("TBS_STATE", ROOT / ".stack"))
 PORTS = {"tidb": 4000, "mariadb": 3306}
@@ -440,7 +439,7 @@ def soak(target, a):
 
 def main():
     global PIN, SBCFG, DB
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="tools/bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--targets", default="mariadb,tidb")
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--threads", default="8,64")
@@ -501,7 +500,7 @@ def main():
 
     git = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     k6v = subprocess.run([str(ROOT / "bin/k6"), "version"], capture_output=True, text=True).stdout.split("\n")[0]
-    print("command: scripts/bench " + shlex.join(sys.argv[1:]), flush=True)
+    print("command: tools/bench " + shlex.join(sys.argv[1:]), flush=True)
     print(f"setup: {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, commit {git}, {os.cpu_count()} cores, "
           f"{'no pinning' if a.no_pin else f'database threads on core {a.pin_db}, client on core {a.pin_client}'}, "
           f"k6 and gofloor GOMAXPROCS={go_env(dict(os.environ)).get('GOMAXPROCS', 'Go default')}, {k6v}, "
@@ -548,11 +547,11 @@ def main():
 
 
 def instances_compare(argv):
-    """`scripts/bench --instances-compare [--target tidb] [--threads 8] [--seconds 15] [--rounds 2]`:
+    """`tools/bench --instances-compare [--target tidb] [--threads 8] [--seconds 15] [--rounds 2]`:
     the QPS of one oltp_point_select run split over 2 k6 processes (`scripts/k6 run --instances 2`)
     against the same run in 1 (`--instances 1`), alternately, remote write off; prints each run,
     the medians and the ratio (2 instances / 1)."""
-    ap = argparse.ArgumentParser(prog="scripts/bench --instances-compare")
+    ap = argparse.ArgumentParser(prog="tools/bench --instances-compare")
     ap.add_argument("--instances-compare", action="store_true")
     ap.add_argument("--target", default="tidb", choices=sorted(PORTS))
     ap.add_argument("--threads", type=int, default=8)

@@ -1,4 +1,4 @@
-"""Helpers of scripts/bench (stdlib only): the database and the client on separate cores,
+"""Helpers of tools/bench (stdlib only): the database and the client on separate cores,
 sysbench's password in a config file (never on a command line), the run conditions, TiDB's
 statement summary per schema, Prometheus' own figures, and the process probes (RSS, sockets).
 """
@@ -79,7 +79,7 @@ class Pinning:
 
 def exit_on_signals():
     def handler(sig, _frame):
-        raise SystemExit(f"scripts/bench: stopped by signal {sig}")
+        raise SystemExit(f"tools/bench: stopped by signal {sig}")
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGHUP, handler)
 

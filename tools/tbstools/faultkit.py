@@ -1,21 +1,21 @@
-"""Fault injection for tidb-bench-stack: a private copy of the local stack's servers (same
-binaries: bin/tidb-server, Debian's mariadbd, bin/prometheus, bin/loki, bin/promtail) on free
-ports of 127.0.0.1, with data, logs and a generated password under one folder, so a fault
-(kill -9, a network cut, a stopped server) never disturbs the stack that benchmarks and other
-tests use. Used by scripts/faults (the README's table) and tests/test_faults.py.
+"""Fault injection for tidb-bench-stack (tools/faults, tests/test_faults.py) on the running
+local stack: the faults are made with the stack's own service commands (`scripts/stack
+kill|stop|restart SERVICE`: the stack is the one code that starts servers), a network cut with
+a TCP proxy of ours in front of a database, and k6 runs through scripts/k6 exactly as a user
+runs it. The runs use a database of their own (sbtest_faults) and a results folder of their own.
 
-    sb = Sandbox(Path("/tmp/x"), services=("tidb", "prometheus"))
-    sb.start_all()
-    run = sb.k6_run("tidb", threads="4", time=20, faults=[At(6, sb.kill, "tidb"), At(11, sb.start, "tidb")])
-    sb.close()
+    sb = Stack(Path("/tmp/x"))
+    run = sb.k6_run("tidb", {"threads": 4, "time": 20}, faults=[At(6, sb.kill, "tidb"), At(11, sb.start, "tidb")])
+    sb.close()   # restarts every service a fault left stopped
 
-Secrets: the password is passed to k6 and to the SQL client in the environment (never as an
-argument), to sysbench in a mode-600 config file; the folder is mode 700.
+A fault stops a server other users of the stack share: run them when nobody benchmarks.
+
+Secrets: the stack's password (.stack/secrets/sbtest) reaches k6 and the SQL client in the
+environment (never as an argument), sysbench in a mode-600 config file.
 """
 import json
 import os
 import re
-import secrets
 import shutil
 import signal
 import socket
@@ -25,15 +25,32 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import gen_runtime  # beside this file: runtime/stack.json's k6 settings
-
 ROOT = Path(__file__).resolve().parents[2]
 STATE = Path(os.environ.get("TBS_STATE", ROOT / ".stack"))
+STACK = ROOT / "scripts/stack"
 HOST = "127.0.0.1"
+DB = "sbtest_faults"  # the faults' own database on the stack's targets (the sbtest user owns sbtest*)
+# the services a fault may stop (scripts/stack's names), each restarted by close() if left down
+SERVICES = ("tidb", "mariadb", "prometheus", "loki", "promtail")
 
+
+def stack_ports():
+    """The local stack's ports (runtime/stack.json's ports.local, as scripts/stack reads them)."""
+    return json.loads((ROOT / "runtime/stack.json").read_text())["ports"]["local"]
+
+
+def read_env_file(path):
+    """KEY=value lines (# comments), as scripts/k6 reads .stack/k6.env."""
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        if line and not line.startswith("#") and "=" in line:
+            k, v = line.split("=", 1)
+            out[k] = v
+    return out
 
 def free_port():
     with socket.socket() as s:
@@ -85,56 +102,23 @@ def tcp_connections(pid=None, port=None):
     return n
 
 
-class Server:
-    """One server process of the sandbox: started detached (own session), logs to a file."""
-
-    def __init__(self, name, argv, ready, log, env=None, cwd=None, ready_timeout=120, after_start=None):
-        self.name, self.argv, self.ready, self.log = name, argv, ready, log
-        self.env, self.cwd, self.ready_timeout, self.after_start = env, cwd, ready_timeout, after_start
-        self.proc = None
-        self.started_at = self.stopped_at = None
-
-    @property
-    def pid(self):
-        return self.proc.pid if self.proc and self.proc.poll() is None else None
-
-    def start(self):
-        if self.pid:
-            return self
-        e = dict(os.environ)
-        e.update(self.env or {})
-        with open(self.log, "ab") as logf:
-            self.proc = subprocess.Popen(self.argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         env=e, cwd=self.cwd, start_new_session=True)
-        deadline = time.time() + self.ready_timeout
-        while not self.ready():
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited {self.proc.returncode} while starting: "
-                                   f"{Path(self.log).read_text(errors='replace')[-2000:]}")
-            if time.time() > deadline:
-                raise RuntimeError(f"{self.name} was not ready within {self.ready_timeout}s (log {self.log})")
-            time.sleep(0.2)
-        if self.after_start:
-            self.after_start()
-        self.started_at = time.time()
-        return self
-
-    def kill(self):
-        """kill -9, as a crash."""
-        if self.pid:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-        self.stopped_at = time.time()
-
-    def stop(self, timeout=60):
-        if self.pid:
-            self.proc.terminate()
+def k6_child(pid, timeout=10):
+    """The k6 process under scripts/k6 (bash runs it, piped into tee)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for p in Path("/proc").iterdir():
+            if not p.name.isdigit():
+                continue
             try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.stopped_at = time.time()
+                st = (p / "stat").read_text()
+                ppid = int(st.rsplit(")", 1)[1].split()[1])
+                argv = (p / "cmdline").read_bytes().split(b"\0")
+                if ppid == pid and len(argv) > 1 and argv[1] == b"run":
+                    return int(p.name)
+            except (OSError, ValueError, IndexError):
+                continue
+        time.sleep(0.1)
+    return 0
 
 
 class CutProxy:
@@ -255,139 +239,60 @@ class RunResult:
         return next(t for t, n in self.events if n.startswith(name))
 
 
-class Sandbox:
-    def __init__(self, base, services=("tidb", "mariadb", "prometheus"), mariadb_tls=False):
+class Stack:
+    """The running local stack (scripts/stack up --target both), driven by its own commands."""
+
+    def __init__(self, base, services=SERVICES):
         self.base = Path(base)
         self.base.mkdir(parents=True, exist_ok=True)
         os.chmod(self.base, 0o700)
-        for d in ("logs", "data", "run", "results", "k6logs"):
-            (self.base / d).mkdir(exist_ok=True)
-        pw_file = self.base / "password"
-        if not pw_file.exists():
-            fd = os.open(pw_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            os.write(fd, secrets.token_urlsafe(18).encode())
-            os.close(fd)
-        self.password = pw_file.read_text().strip()
         self.results = self.base / "results"
-        self.k6logs = self.base / "k6logs"
-        (self.k6logs / "k6.log").touch()  # promtail is ready once the file it follows exists
-        self.mariadb_tls = mariadb_tls
-        self.ports = {}
-        self.servers = {}
+        self.results.mkdir(exist_ok=True)
+        env_file = STATE / "k6.env"
+        if not env_file.exists():
+            raise RuntimeError(f"{env_file} is missing: start the local stack first (scripts/stack up --target both)")
+        self.env = read_env_file(env_file)
+        self.password = (STATE / "secrets/sbtest").read_text().strip()
+        self.ports = stack_ports()
+        self.services = tuple(services)
         self.proxies = []
-        for s in services:
-            self.servers[s] = getattr(self, f"_{s}")()
+        self.k6_log = Path(self.env.get("TBS_LOG_DIR", STATE / "logs")) / "k6.log"
+        missing = [s for s in self.services if not self.pid(s)]
+        if missing:
+            raise RuntimeError(f"the local stack's {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not running: "
+                               "start it with scripts/stack up --target both (scripts/stack status shows what runs)")
 
-    # ------------------------------------------------------------------ servers
-    def _port(self, name):
-        self.ports[name] = self.ports.get(name) or free_port()
-        return self.ports[name]
+    # ------------------------------------------------------------------ control: scripts/stack SERVICE commands
+    def pid(self, name):
+        """The pid of the stack's running service, or 0."""
+        try:
+            pid = int((STATE / "run" / f"{name}.pid").read_text().split()[0])
+            os.kill(pid, 0)
+            return pid
+        except (OSError, ValueError, IndexError):
+            return 0
 
-    def _tidb(self):
-        port, status = self._port("tidb"), self._port("tidb_status")
-        d = self.base / "data/tidb"
-        (self.base / "tmp/tidb").mkdir(parents=True, exist_ok=True)
-        argv = [str(ROOT / "bin/tidb-server"), "--store=unistore", f"--path={d}", f"--host={HOST}", "-P", str(port),
-                f"--status={status}", f"--status-host={HOST}", f"--advertise-address={HOST}", "-L=warn",
-                f"--log-file={self.base / 'logs/tidb.log'}", f"--socket={self.base / 'run/tidb.sock'}",
-                f"--temp-dir={self.base / 'tmp/tidb'}"]
+    def _stack(self, *args):
+        p = subprocess.run([str(STACK), *args], capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            raise RuntimeError(f"scripts/stack {' '.join(args)} failed: {p.stderr.strip()[-2000:]}")
 
-        def ready():
-            return http_ok(f"http://{HOST}:{status}/status") and self._sql_ok("tidb")
-        return Server("tidb", argv, ready, self.base / "logs/tidb.out", cwd=self.base,
-                      after_start=lambda: self._users("tidb"))
-
-    def _mariadb(self):
-        port = self._port("mariadb")
-        d = self.base / "data/mariadb"
-        sock = self.base / "run/mariadb.sock"
-        user = subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
-        argv = ["mariadbd", "--no-defaults", f"--datadir={d}", f"--user={user}", f"--bind-address={HOST}",
-                f"--port={port}", f"--socket={sock}", f"--pid-file={self.base / 'run/mariadbd.pid'}",
-                f"--log-error={self.base / 'logs/mariadb.log'}", "--skip-name-resolve", "--max-connections=1000",
-                "--innodb-buffer-pool-size=128M", "--innodb-flush-log-at-trx-commit=2"]
-        if self.mariadb_tls:
-            tls = STATE / "tls"
-            argv += [f"--ssl-ca={tls / 'ca.pem'}", f"--ssl-cert={tls / 'server.pem'}", f"--ssl-key={tls / 'server-key.pem'}"]
-
-        def ready():
-            if not (d / "mysql").is_dir():
-                return False
-            return subprocess.run(["mariadb", f"--socket={sock}", "-uroot", "-N", "-B", "-e", "SELECT 1"],
-                                  capture_output=True).returncode == 0
-        srv = Server("mariadb", argv, ready, self.base / "logs/mariadb.out", cwd=self.base,
-                     after_start=lambda: self._users("mariadb"))
-        orig = srv.start
-
-        def start():
-            if not (d / "mysql").is_dir():
-                d.mkdir(parents=True, exist_ok=True)
-                subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={d}", f"--user={user}",
-                                "--auth-root-authentication-method=socket", "--skip-test-db"],
-                               check=True, capture_output=True)
-            return orig()
-        srv.start = start
-        return srv
-
-    def _prometheus(self):
-        port = self._port("prometheus")
-        cfg = self.base / "prometheus.yml"
-        cfg.write_text("global:\n  scrape_interval: 5s\n")
-        argv = [str(ROOT / "bin/prometheus"), f"--config.file={cfg}", f"--storage.tsdb.path={self.base / 'data/prometheus'}",
-                f"--web.listen-address={HOST}:{port}", "--web.enable-remote-write-receiver"]
-        return Server("prometheus", argv, lambda: http_ok(f"http://{HOST}:{port}/-/ready"),
-                      self.base / "logs/prometheus.log", ready_timeout=90)
-
-    def _loki(self):
-        port, grpc = self._port("loki"), self._port("loki_grpc")
-        argv = [str(ROOT / "bin/loki"), f"-config.file={ROOT / 'loki/loki.yaml'}", "-config.expand-env=true",
-                f"-server.http-listen-port={port}", f"-server.grpc-listen-port={grpc}"]
-        return Server("loki", argv, lambda: http_ok(f"http://{HOST}:{port}/ready"), self.base / "logs/loki.log",
-                      env={"LOKI_DATA": str(self.base / "data/loki"), "LOKI_LISTEN": HOST}, ready_timeout=120)
-
-    def _promtail(self):
-        port = self._port("promtail")
-        cfg = self.base / "promtail.yaml"
-        cfg.write_text(f"""server:
-  http_listen_address: {HOST}
-  http_listen_port: {port}
-  grpc_listen_address: {HOST}
-  grpc_listen_port: 0
-  log_level: warn
-positions:
-  filename: {self.base / 'data/promtail-positions.yaml'}
-clients:
-  - url: http://{HOST}:{self._port('loki')}/loki/api/v1/push
-    batchwait: 500ms
-target_config:
-  sync_period: 1s
-scrape_configs:
-  - job_name: k6
-    static_configs:
-      - targets: [localhost]
-        labels: {{service: k6, mode: faults, __path__: "{self.k6logs}/**/k6.log"}}
-""")
-        argv = [str(ROOT / "bin/promtail"), f"-config.file={cfg}"]
-        return Server("promtail", argv, lambda: http_ok(f"http://{HOST}:{port}/ready"), self.base / "logs/promtail.log")
-
-    # ------------------------------------------------------------------ control
     def start(self, name):
-        self.servers[name].start()
+        """Started again (and ready) when it is not running: scripts/stack restart."""
+        if not self.pid(name):
+            self._stack("restart", name)
 
     def kill(self, name):
-        self.servers[name].kill()
+        self._stack("kill", name)
 
     def stop(self, name):
-        self.servers[name].stop()
+        self._stack("stop", name)
 
-    def start_all(self):
-        try:
-            for s in self.servers.values():
-                s.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
+    def pause(self, name):
+        self._stack("pause", name)
+
+    def resume(self, name):
+        self._stack("resume", name)
 
     def proxy(self, target):
         p = CutProxy(self.ports[target])
@@ -395,51 +300,22 @@ scrape_configs:
         return p
 
     def close(self):
+        """Closes the proxies; every service a fault left stopped runs again."""
         for p in self.proxies:
             p.close()
-        for s in reversed(list(self.servers.values())):
-            s.stop()
+        self.proxies = []
+        for s in self.services:
+            self.start(s)
 
     def url(self, name):
         return f"http://{HOST}:{self.ports[name]}"
 
     # ------------------------------------------------------------------ SQL (mariadb client, password in the environment)
-    def _client(self, target, root=False):
-        if target == "mariadb" and root:
-            return ["mariadb", f"--socket={self.base / 'run/mariadb.sock'}", "-uroot"], {}
-        user = "root" if root else "sbtest"
-        return (["mariadb", "--protocol=tcp", "-h", HOST, "-P", str(self.ports[target]), f"-u{user}"],
-                {"MYSQL_PWD": self.password})
-
-    def _sql_ok(self, target):
-        argv, env = self._client(target, root=True)
-        e = dict(os.environ, **env)
-        if target == "tidb" and not (self.base / "run/tidb-root-set").exists():
-            e.pop("MYSQL_PWD", None)
-        return subprocess.run(argv + ["-N", "-B", "-e", "SELECT 1"], env=e, capture_output=True).returncode == 0
-
-    def _users(self, target):
-        """The sbtest user and database, as scripts/stack makes them; TiDB's root gets the password."""
-        argv, env = self._client(target, root=True)
-        e = dict(os.environ, **env)
-        marker = self.base / "run/tidb-root-set"
-        stmts = []
-        if target == "tidb" and not marker.exists():
-            e.pop("MYSQL_PWD", None)
-            stmts.append(f"ALTER USER 'root'@'%' IDENTIFIED BY '{self.password}'")
-        stmts += ["CREATE DATABASE IF NOT EXISTS sbtest",
-                  f"CREATE USER IF NOT EXISTS 'sbtest'@'%' IDENTIFIED BY '{self.password}'",
-                  "GRANT ALL PRIVILEGES ON `sbtest%`.* TO 'sbtest'@'%'"]
-        # the statements go on stdin, not in the argument list (they hold the password)
-        p = subprocess.run(argv + ["-N", "-B"], input=";\n".join(stmts) + ";\n", env=e, capture_output=True, text=True)
-        if p.returncode != 0:
-            raise RuntimeError(f"could not create the sbtest user on the sandbox {target}: {p.stderr.strip()}")
-        if target == "tidb":
-            marker.touch()
-
-    def sql(self, target, query, db="sbtest"):
-        argv, env = self._client(target)
-        p = subprocess.run(argv + ["-N", "-B", db], input=query, env=dict(os.environ, **env),
+    def sql(self, target, query, db=DB):
+        argv = ["mariadb", "--protocol=tcp", "-h", HOST, "-P", str(self.ports[target]), "-usbtest", "-N", "-B"]
+        if db:
+            argv.append(db)
+        p = subprocess.run(argv, input=query, env=dict(os.environ, MYSQL_PWD=self.password),
                            capture_output=True, text=True, timeout=120)
         if p.returncode != 0:
             raise RuntimeError(f"{target}: {query[:80]}: {p.stderr.strip()}")
@@ -471,8 +347,9 @@ scrape_configs:
         return self.prom_value(f"sum(max_over_time({metric}{{{sel}}}[{rng}ms]))", at)
 
     # ------------------------------------------------------------------ Loki
-    def loki_count(self, selector, start, end):
-        """Non-empty log lines Loki holds for a stream selector between two epoch seconds."""
+    def loki_lines(self, selector, start, end):
+        """The non-empty log lines (trailing blanks stripped) Loki holds for a stream selector
+        between two epoch seconds, each with how often it is there."""
         t0, t1 = int(start * 1e9), int(end * 1e9)
         seen = set()
         while True:
@@ -484,30 +361,30 @@ scrape_configs:
             new = [v for v in vals if v not in seen]
             seen.update(new)
             if not new or len(vals) < 5000:
-                return sum(1 for v in seen if v[1].strip())
+                return Counter(v[1].rstrip() for v in seen if v[1].strip())
             t0 = max(int(v[0]) for v in vals)
+
+    def loki_count(self, selector, start, end):
+        """Non-empty log lines Loki holds for a stream selector between two epoch seconds."""
+        return sum(self.loki_lines(selector, start, end).values())
 
     # ------------------------------------------------------------------ k6
     def k6_env(self, target, port=None, prometheus=True):
-        # remote write as runtime/stack.json gives it to the local stack (the sandbox's own URL below)
-        rw = gen_runtime.k6_env(gen_runtime.load(), "local")
-        e = {
-            "mysql_host": HOST, "mysql_port": str(port or self.ports[target]), "mysql_user": "sbtest",
-            "mysql_password": self.password, "mysql_db": "sbtest", "results_dir": str(self.results),
-            "TBS_LOG_DIR": str(self.k6logs), "K6_LOG_FORMAT": "raw",
-            **{k: v for k, v in rw.items() if k != "K6_PROMETHEUS_RW_SERVER_URL"},
-        }
+        """The environment scripts/k6 gets: the stack's .stack/k6.env (remote write, password),
+        the target's port (or the proxy's), the faults' database and results folder."""
+        e = dict(self.env)
+        e.update({"mysql_host": HOST, "mysql_port": str(port or self.ports[target]), "mysql_db": DB,
+                  "results_dir": str(self.results), "K6_LOG_FORMAT": "raw"})
         if prometheus is None:
             e["K6_OUT"] = ""
-        if prometheus is True and "prometheus" in self.ports:
-            e["K6_PROMETHEUS_RW_SERVER_URL"] = f"{self.url('prometheus')}/api/v1/write"
-            e["TBS_PROMETHEUS_URL"] = self.url("prometheus")
         elif isinstance(prometheus, str):  # an address nothing answers on, or another Prometheus
             e["K6_PROMETHEUS_RW_SERVER_URL"] = f"{prometheus}/api/v1/write"
             e["TBS_PROMETHEUS_URL"] = prometheus
         return e
 
     def prepare(self, target, tables=2, table_size=2000):
+        """The faults' tables in their own database (sbtest_faults), made afresh."""
+        self.sql(target, f"CREATE DATABASE IF NOT EXISTS {DB}", db=None)
         p = subprocess.run([str(ROOT / "scripts/k6"), "run", "-e", f"tables={tables}", "-e", f"table_size={table_size}",
                             "-e", "recreate=true", "prepare.js"], cwd=ROOT / "k6",
                            env=dict(os.environ, **self.k6_env(target, prometheus=None)),
@@ -516,8 +393,8 @@ scrape_configs:
             raise RuntimeError(f"prepare on {target} failed:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
 
     def k6_run(self, target, options, faults=(), port=None, prometheus=True, timeout=600, signal_at=None,
-               sample_every=None, sample_pids=None, log_dir=None):
-        """scripts/k6 run ... oltp.js against the sandbox; `faults` ([At]) fire at their time after
+               sample_every=None, sample_pids=None):
+        """scripts/k6 run ... oltp.js against the stack; `faults` ([At]) fire at their time after
         the first step's measured window starts (approximately: k6 prints its testid when setup
         ends, the step starts right after). signal_at=(seconds, signal) sends a signal to k6."""
         threads = int(str(options.get("threads", 1)).split(",")[0])
@@ -526,8 +403,6 @@ scrape_configs:
             args += ["-e", f"{k}={v}"]
         args.append("oltp.js")
         e = dict(os.environ, **self.k6_env(target, port=port, prometheus=prometheus))
-        if log_dir:
-            e["TBS_LOG_DIR"] = str(log_dir)
         proc = subprocess.Popen(args, cwd=ROOT / "k6", env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)
         lines, events, samples = [], [], []
@@ -548,7 +423,7 @@ scrape_configs:
 
         def k6_pid():
             if "pid" not in pid_box:
-                pid_box["pid"] = self._k6_child(proc.pid)
+                pid_box["pid"] = k6_child(proc.pid)
             return pid_box["pid"]
         errors = []
 
@@ -556,7 +431,7 @@ scrape_configs:
             """The first step's measured window starts at the value of its measure_start marker,
             which reaches Prometheus within a push interval; without Prometheus, an estimate."""
             m = re.search(r"testid=(\S+)", "".join(lines))
-            if m and prometheus is True and "prometheus" in self.servers and self.servers["prometheus"].pid:
+            if m and prometheus is True and self.pid("prometheus"):
                 q = f'max(last_over_time(k6_oltp_marker{{testid="{m.group(1)}",event="measure_start"}}[1m]))'
                 deadline = time.time() + 5
                 while time.time() < deadline and proc.poll() is None:
@@ -637,25 +512,6 @@ scrape_configs:
             out += "\n[fault harness] " + "; ".join(errors)
         return RunResult(proc.returncode, out, testid, summary, started, ended, events, samples, pid_box.get("pid", 0))
 
-    @staticmethod
-    def _k6_child(pid, timeout=10):
-        """The k6 process under scripts/k6 (bash runs it, piped into tee)."""
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            for p in Path("/proc").iterdir():
-                if not p.name.isdigit():
-                    continue
-                try:
-                    st = (p / "stat").read_text()
-                    ppid = int(st.rsplit(")", 1)[1].split()[1])
-                    argv = (p / "cmdline").read_bytes().split(b"\0")
-                    if ppid == pid and len(argv) > 1 and argv[1] == b"run":
-                        return int(p.name)
-                except (OSError, ValueError, IndexError):
-                    continue
-            time.sleep(0.1)
-        return 0
-
     # ------------------------------------------------------------------ sysbench 1.0.20, same target
     def sysbench_run(self, target, workload, threads, seconds, ignore_errors, faults=(), tables=2, table_size=2000,
                      port=None, extra=()):
@@ -666,7 +522,7 @@ scrape_configs:
         os.write(fd, f"mysql-password={self.password}\n".encode())
         os.close(fd)
         args = ["sysbench", f"--config-file={cfg}", workload, f"--mysql-host={HOST}",
-                f"--mysql-port={port or self.ports[target]}", "--mysql-user=sbtest", "--mysql-db=sbtest",
+                f"--mysql-port={port or self.ports[target]}", "--mysql-user=sbtest", f"--mysql-db={DB}",
                 f"--tables={tables}", f"--table-size={table_size}", f"--threads={threads}", f"--time={seconds}",
                 "--report-interval=1", f"--mysql-ignore-errors={ignore_errors}", *extra, "run"]
         if shutil.which("sysbench") is None:
@@ -734,7 +590,7 @@ class SysbenchResult:
 
 
 # ====================================================================== scenarios
-# Each returns a dict of figures (one row of scripts/faults' table) and keeps the raw result
+# Each returns a dict of figures (one row of tools/faults' table) and keeps the raw result
 # under "_run" for the tests' own assertions.
 
 # Errors the tools may ignore: k6 with preset=tidb on TiDB (the seeds' list), MariaDB with
@@ -846,8 +702,7 @@ def db_fault(sb, target, kind, tool="k6", seconds=20, at=5, down=5, threads=4, w
             })
             row["_run"] = r
     finally:
-        if kind == "stop" or not sb.servers[target].pid:
-            sb.start(target)
+        sb.start(target)  # (when a fault left it down)
         if proxy:
             proxy.close()
             sb.proxies.remove(proxy)
@@ -918,43 +773,45 @@ def prometheus_fault(sb, kind, target="tidb", seconds=12, at=3, down=5, threads=
 
 def loki_fault(sb, target="tidb", seconds=12, at=2, down=3, threads=2):
     """Loki killed (-9) mid-run and started `down` s later (it needs ~10 s to be ready): the
-    log lines k6 wrote meanwhile reach Loki once it is back. Counts the lines of this run in
-    the k6 log file and in Loki."""
-    # the run logs into a file of its own (promtail follows k6logs/**/k6.log), so Loki's count
-    # of that file's stream is exactly comparable with the file
-    d = sb.k6logs / f"run-{time.time():.0f}"
-    d.mkdir()
-    log = d / "k6.log"
-    log.touch()
-    time.sleep(1.5)  # promtail finds the file (sync_period 1s)
+    log lines k6 wrote meanwhile reach Loki once it is back. The run logs where every run logs
+    (the stack's k6 log, which its promtail follows); every line appended to that file during
+    the run (this run's, and any other run's meanwhile) is looked up in Loki, as often as it was
+    written."""
+    log = sb.k6_log
+    start_offset = log.stat().st_size if log.exists() else 0
     t0 = time.time()
     opts = {"workload": "oltp_point_select", "tables": 2, "table_size": 2000, "threads": threads, "time": seconds,
             "report_interval": 1}
     faults = [At(at, sb.kill, "loki", name="kill -9 loki"), At(at + down, sb.start, "loki", name="start loki")]
     try:
-        r = sb.k6_run(target, opts, faults=faults, log_dir=d)
+        r = sb.k6_run(target, opts, faults=faults)
     finally:
         sb.start("loki")
-    new = log.read_bytes().decode(errors="replace").split("\n")
-    lines = [x for x in new[:-1] if x.strip()]
+    with open(log, "rb") as f:
+        f.seek(start_offset)
+        written = f.read().decode(errors="replace").split("\n")[:-1]  # whole lines only
+    want = Counter(x.rstrip() for x in written if x.strip())
+    lines = sum(want.values())
     t_kill = r.event_time("kill -9 loki")
     t_back = r.event_time("start loki done")
+    selector = f'{{service="k6",filename="{log}"}}'
     deadline = time.time() + 60
     got = None
     while time.time() < deadline:
-        got = sb.loki_count(f'{{service="k6",mode="faults",filename="{log}"}}', t0 - 60, time.time() + 1)
-        if got >= len(lines):
+        have = sb.loki_lines(selector, t0 - 5, time.time() + 1)
+        got = sum(min(n, have[x]) for x, n in want.items())
+        if got >= lines:
             break
         time.sleep(2)
     row = {"fault": f"Loki killed (-9) at {at}s, back after {round(t_back - t_kill, 1)}s", "tool": "k6",
            "target": target, "kind": "loki_kill", "exit": r.returncode, "testid": r.testid,
            "wall_s": round(r.ended - r.started, 1), "planned_s": seconds,
            "gap_s": round(max([s.get("max_gap_s", 0) for s in r.summary.get("steps", [])] or [0]), 2),
-           "log_lines": len(lines), "loki_lines": got,
+           "log_lines": lines, "loki_lines": got,
            # stamped by promtail as it read them: the lines written while Loki was away
-           "loki_lines_during_outage": sb.loki_count(f'{{service="k6",mode="faults",filename="{log}"}}', t_kill, t_back),
+           "loki_lines_during_outage": sb.loki_count(selector, t_kill, t_back),
            "_run": r}
-    row["verdict"] = "holds" if (r.returncode == 0 and got == len(lines) and row["gap_s"] < 1) else "fails"
+    row["verdict"] = "holds" if (r.returncode == 0 and got == lines and row["gap_s"] < 1) else "fails"
     return row
 
 
@@ -986,7 +843,7 @@ def soak(sb, minutes, target="tidb", threads=8, workload="oltp_read_write", faul
         opts["preset"] = "tidb"
     else:
         opts["mysql_ignore_errors"] = K6_IGNORE[target]
-    pids = {n: (lambda n=n: sb.servers[n].pid or 0) for n in sb.servers}
+    pids = {n: (lambda n=n: sb.pid(n)) for n in (target, "prometheus", "loki", "promtail")}
     r = sb.k6_run(target, opts, faults=[At(fault_at, sb.kill, target, name=f"kill -9 {target}"),
                                         At(fault_at + down, sb.start, target, name=f"start {target}")],
                   sample_every=sample_every, sample_pids=pids, timeout=seconds + 300)

@@ -1,10 +1,10 @@
-#!/usr/bin/env python3
-"""scripts/faults [--targets tidb,mariadb] [--time 20] [--at 5] [--down 5] [--no-sysbench] [--json FILE]
-scripts/faults soak [--minutes 30] [--threads 8] [--target tidb]
+"""tools/faults [--targets tidb,mariadb] [--time 20] [--at 5] [--down 5] [--no-sysbench] [--json FILE]
+tools/faults soak [--minutes 30] [--threads 8] [--target tidb]
 
-Faults around a run, made on a private copy of the local stack's servers (same binaries as
-scripts/stack, free ports of 127.0.0.1, data in a temporary folder: the stack you benchmark is
-not disturbed), and what the run did. Prints the README's table (markdown):
+Faults around a run, made on the running local stack with its own commands (scripts/stack
+kill|stop|restart SERVICE; a TCP proxy of ours for a network cut), and what the run did. The
+runs use a database of their own (sbtest_faults); the servers are the stack's: run it when
+nobody else benchmarks on it. Prints the README's table (markdown; docs/faults.md):
 
   database      the server killed (-9) and started again; the network to it cut and refused;
                 the server stopped for longer than the step -- each with our k6 and with
@@ -15,21 +15,19 @@ not disturbed), and what the run did. Prints the README's table (markdown):
   soak          (`soak`) a long run at full speed, TiDB killed in the middle: RSS and file
                 descriptors of k6 and of the servers, k6's connections, before and after
 
-Needs the stack's binaries (scripts/stack up has run once) and, for the comparison, Debian's
-sysbench. Takes about 8 minutes (--time 20); `soak` takes --minutes plus a minute.
+Needs the local stack running with both targets (scripts/stack up --target both) and, for the
+comparison, Debian's sysbench. Takes about 8 minutes (--time 20); `soak` takes --minutes plus a
+minute. Every service a fault stopped runs again when it ends (also on an error).
 """
 import argparse
 import json
-import os
 import shutil
 import signal
 import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE / "lib"))
-import faultstack as fs  # noqa: E402
+from tbstools import faultkit as fs
 
 
 def fmt(x, d=0):
@@ -99,7 +97,7 @@ def table(rows):
 
 
 def main():
-    ap = argparse.ArgumentParser(prog="scripts/faults", description=__doc__.split("\n\n")[1],
+    ap = argparse.ArgumentParser(prog="tools/faults", description=__doc__.split("\n\n")[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", nargs="?", default="table", choices=["table", "soak"])
     ap.add_argument("--targets", default="tidb,mariadb", help="database faults on these (tidb, mariadb)")
@@ -113,7 +111,7 @@ def main():
     ap.add_argument("--target", default="tidb", choices=["tidb", "mariadb"], help="soak: the target (default tidb)")
     ap.add_argument("--no-sysbench", action="store_true", help="skip sysbench's side of the database faults")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
-    ap.add_argument("--keep", metavar="DIR", help="keep the servers' data and logs in DIR (default: a temporary folder, removed)")
+    ap.add_argument("--keep", metavar="DIR", help="keep the runs' results files in DIR (default: a temporary folder, removed)")
     a = ap.parse_args()
     targets = [t.strip() for t in a.targets.split(",") if t.strip()]
     only = [t.strip() for t in a.only.split(",") if t.strip()]
@@ -127,19 +125,21 @@ def main():
             ap.error(f"{name} {v}: must be >= {lo}")
     if a.mode == "table" and a.at + a.down >= a.time - 2:
         ap.error(f"--at {a.at} + --down {a.down} must end at least 2 s before the step's end (--time {a.time})")
-    for b in ("bin/tidb-server", "bin/prometheus", "bin/loki", "bin/promtail", "bin/k6"):
-        if not os.access(fs.ROOT / b, os.X_OK):
-            sys.exit(f"error: {b} is missing: run scripts/stack up --target both first (it builds and installs the servers)")
-    if "mariadb" in targets and not shutil.which("mariadbd"):
-        sys.exit("error: mariadbd is missing: run scripts/stack up --target both first")
     sysbench = not a.no_sysbench and shutil.which("sysbench")
     if not a.no_sysbench and not sysbench:
         print("note: sysbench is not installed (apt-get install sysbench): its side is skipped", file=sys.stderr)
 
     base = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="tbs-faults-"))
-    services = ("tidb", "mariadb", "prometheus", "loki", "promtail") if a.mode == "table" else \
-        (a.target, "prometheus", "loki", "promtail")
-    sb = fs.Sandbox(base, services=services)
+    loads = targets if a.mode == "table" and "database" in only else []
+    if a.mode == "soak":
+        loads = [a.target]
+    elif {"observability", "loadgen"} & set(only) and "tidb" not in loads:
+        loads.append("tidb")  # the observability and load-generator faults run on TiDB
+    services = (*loads, "prometheus", "loki", "promtail")
+    try:
+        sb = fs.Stack(base, services=services)
+    except RuntimeError as e:
+        sys.exit(f"error: {e}")
     rows = []
 
     def add(row):
@@ -147,9 +147,8 @@ def main():
         print(f"faults: {row['fault']} [{row['tool']}]: {did(row)}; {figures(row)}: {row['verdict']}", file=sys.stderr, flush=True)
 
     try:
-        print(f"faults: starting the servers in {base}", file=sys.stderr, flush=True)
-        sb.start_all()
-        for t in (targets if a.mode == "table" else [a.target]):
+        for t in loads:
+            print(f"faults: preparing {fs.DB} on {t}", file=sys.stderr, flush=True)
             sb.prepare(t)
         if a.mode == "soak":
             add(fs.soak(sb, a.minutes, target=a.target, threads=a.threads or 8))
