@@ -29,12 +29,13 @@ import sys
 from fractions import Fraction
 from pathlib import Path
 
-# sysbench 1.0.20 src/sb_histogram.c: sb_histogram_init(h, 1024, 0.001, 100000)
-HIST_BUCKETS = 1024
-HIST_MIN_MS = 0.001
-HIST_MAX_MS = 100000.0
-RANGE_DEDUCT = math.log(HIST_MIN_MS)
-RANGE_MULT = (HIST_BUCKETS - 1) / (math.log(HIST_MAX_MS) - math.log(HIST_MIN_MS))
+if __package__:
+    from . import sbhist
+else:  # run as a file (scripts/k6 merge, any python3): this file's directory is on sys.path
+    import sbhist
+# the histogram's bucket of a latency and its width (tests/test_instances.py reads them here)
+bucket, RANGE_MULT = sbhist.bucket, sbhist.RANGE_MULT
+
 # the testid rule: k6/contract.json (this file also runs as a script, outside the package)
 ID_RE = re.compile(json.loads((Path(__file__).resolve().parents[3] / "k6/contract.json").read_text())["testid"]["pattern"])
 SEGMENT_RE = re.compile(r"^(\d+(?:/\d+)?):(\d+(?:/\d+)?)$")
@@ -45,37 +46,8 @@ class MergeError(Exception):
     pass
 
 
-def bucket(ms):
-    """sb_histogram_update's bucket of a latency in ms."""
-    if ms <= 0:
-        return 0
-    i = math.floor((math.log(ms) - RANGE_DEDUCT) * RANGE_MULT + 0.5)
-    return min(max(i, 0), HIST_BUCKETS - 1)
-
-
-def bucket_value(i):
-    """The latency sysbench reports for bucket i."""
-    return math.exp(i / RANGE_MULT + RANGE_DEDUCT)
-
-
-def percentile(counts, p):
-    """sb_histogram_get_pct: nearest rank over the buckets. counts: {bucket: n}."""
-    total = sum(counts.values())
-    if total == 0:
-        return 0.0
-    nmax = math.floor(total * p / 100 + 0.5)
-    run = 0
-    last = 0
-    for i in sorted(counts):
-        run += counts[i]
-        last = i
-        if run >= nmax:
-            return bucket_value(i)
-    return bucket_value(last)
-
-
 def _check_scheme(h, where):
-    want = {"scheme": "sysbench", "buckets": HIST_BUCKETS, "min_ms": HIST_MIN_MS, "max_ms": HIST_MAX_MS}
+    want = {"scheme": sbhist.SCHEME, "buckets": sbhist.BUCKETS, "min_ms": sbhist.MIN_MS, "max_ms": sbhist.MAX_MS}
     for k, v in want.items():
         got = h.get(k)
         if got != v and not (isinstance(v, float) and isinstance(got, (int, float)) and math.isclose(got, v)):
@@ -89,8 +61,8 @@ def sum_histograms(hists, where):
         _check_scheme(h, where)
         for i, c in h.get("counts", []):
             i, c = int(i), int(c)
-            if not 0 <= i < HIST_BUCKETS:
-                raise MergeError(f"{where}: histogram bucket {i} outside 0..{HIST_BUCKETS - 1}")
+            if not 0 <= i < sbhist.BUCKETS:
+                raise MergeError(f"{where}: histogram bucket {i} outside 0..{sbhist.BUCKETS - 1}")
             counts[i] = counts.get(i, 0) + c
         n += int(h.get("count", 0))
         total_ms += float(h.get("sum_ms", 0.0))
@@ -99,7 +71,7 @@ def sum_histograms(hists, where):
             hi = h["max"] if hi is None else max(hi, h["max"])
     if n != sum(counts.values()):
         raise MergeError(f"{where}: histogram count {n} is not the sum of its buckets {sum(counts.values())}")
-    return {"scheme": "sysbench", "buckets": HIST_BUCKETS, "min_ms": HIST_MIN_MS, "max_ms": HIST_MAX_MS,
+    return {"scheme": sbhist.SCHEME, "buckets": sbhist.BUCKETS, "min_ms": sbhist.MIN_MS, "max_ms": sbhist.MAX_MS,
             "count": n, "sum_ms": total_ms, "min": lo if lo is not None else 0.0,
             "max": hi if hi is not None else 0.0, "counts": [[i, counts[i]] for i in sorted(counts)]}
 
@@ -107,9 +79,10 @@ def sum_histograms(hists, where):
 def latency_from_histogram(h, pct):
     counts = {int(i): int(c) for i, c in h["counts"]}
     out = {"min": h["min"], "avg": h["sum_ms"] / h["count"] if h["count"] else 0.0, "max": h["max"],
-           "p50": percentile(counts, 50), "p95": percentile(counts, 95), "p99": percentile(counts, 99)}
+           "p50": sbhist.percentile(counts, 50), "p95": sbhist.percentile(counts, 95),
+           "p99": sbhist.percentile(counts, 99)}
     out["pct"] = pct
-    out["pct_value"] = percentile(counts, pct)
+    out["pct_value"] = sbhist.percentile(counts, pct)
     return out
 
 

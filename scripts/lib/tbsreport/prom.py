@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from tbsdash.base import SEL
 
-from . import ReportError, contract
+from . import ReportError, contract, sbhist
 
 TAIL_MS = contract.step_tail_ms()  # evaluate this long after measure_end
 QPS_TOLERANCE = 0.02  # QPS from Prometheus vs k6's summary
@@ -238,10 +238,6 @@ def run_figures(prom, run):
     return out
 
 
-# the width ratio of sysbench's latency buckets: exp((ln 1e5 - ln 1e-3) / 1023)
-SYSBENCH_BUCKET = math.exp((math.log(1e5) - math.log(1e-3)) / 1023)
-
-
 def crosscheck(run, figs):
     """Warnings where Prometheus and k6's summary disagree: QPS by more than 2%, p95 by more
     than the histogram's bucket resolution."""
@@ -258,9 +254,9 @@ def crosscheck(run, figs):
         k6_p95 = (f.k6.get("latency_ms") or {}).get("p95")
         if k6_p95 and f.p95_ms:
             ratio = max(f.p95_ms, k6_p95) / min(f.p95_ms, k6_p95)
-            # k6's p95 is sysbench's bucket value (buckets SYSBENCH_BUCKET wide) when the manifest
+            # k6's p95 is sysbench's bucket value (buckets sbhist.FACTOR wide) when the manifest
             # has the sysbench histogram; older manifests carry k6's exact Trend percentile
-            width = f.bucket_factor * (SYSBENCH_BUCKET if f.pct_ms is not None else 1.0)
+            width = f.bucket_factor * (sbhist.FACTOR if f.pct_ms is not None else 1.0)
             if ratio > width * (1 + 1e-9):
                 warnings.append(f"{run.workload} (testid {run.testid}), {f.threads} threads: p95 from Prometheus "
                                 f"{f.p95_ms:.2f} ms differs from k6's summary {k6_p95:.2f} ms by a factor of "

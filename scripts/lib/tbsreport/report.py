@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import ROOT, ReportError, charts, commands, disturb, grafana
+from . import ROOT, ReportError, charts, commands, disturb, grafana, sbhist
 from .fmt import (md_table, num, pct, product_name, runset_label, short_version, utc, workload_name)
 from .manifest import common_workloads
 from .prom import DEFAULT_BUCKET_FACTOR, crosscheck, run_figures
@@ -246,7 +246,8 @@ class Report:
                  "are the step's exact query and transaction totals (`max_over_time` of the counters born in the "
                  "step) divided by the measured seconds; avg latency is the native histogram's sum / count. The "
                  "latency percentile (95% unless the run set `percentile`) is sysbench's: k6 puts every event of "
-                 "the step into a histogram of sysbench 1.0.20's 1,024 log buckets (0.001 ms to 100 s, about 1.8% "
+                 f"the step into a histogram of sysbench 1.0.20's {sbhist.BUCKETS:,} log buckets ({sbhist.MIN_MS:g} ms "
+                 f"to {sbhist.MAX_MS / 1000:g} s, about {(sbhist.FACTOR - 1) * 100:.1f}% "
                  "wide) and takes the nearest rank, as sysbench does; it comes from the run's manifest. "
                  "Prometheus' `histogram_quantile(0.95, ...)` of the native histogram (buckets about 9% wide) is "
                  "the cross-check below.")
