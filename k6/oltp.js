@@ -13,25 +13,30 @@ import tbs from 'k6/x/tbs';
 import { parseOptions, optionHelp } from './lib/config.js';
 import { makeRand } from './lib/rand.js';
 import { bindEvent, workState, flushBulk } from './lib/sysbench.js';
-import * as R from './lib/runner.js';
+import { metrics, tally } from './lib/metrics.js';
+import { Conn, connectUntil, openDb } from './lib/conn.js';
+import { BATCH_MS, runEvents, runQueued } from './lib/events.js';
+import { connectSeconds, GRACE_S, stepScenarios, stepThresholds, stepWindows } from './lib/steps.js';
+import { asText, connectOrExplain, existingTables, globalVariables, targetInfo } from './lib/target.js';
+import { hostFacts, instanceOf, newTestId } from './lib/run.js';
 import { summarize, histName } from './lib/summary.js';
 import { monitorScenario, monitor as monitorTick } from './lib/progress.js';
 
 const o = parseOptions(__ENV);
-const testid = o.testid || R.newTestId();
-const host = R.hostFacts();
+const testid = o.testid || newTestId();
+const host = hostFacts();
 
-const steps = R.stepScenarios(o);
-const windows = R.stepWindows(o);
+const steps = stepScenarios(o);
+const windows = stepWindows(o);
 const lastWindow = windows[windows.length - 1];
-const totalSeconds = Math.ceil(lastWindow.measure_end / 1000) + R.GRACE_S;
+const totalSeconds = Math.ceil(lastWindow.measure_end / 1000) + GRACE_S;
 const startWait = o.start_at ? Math.max(0, (o.start_at - Date.now()) / 1000) : 0;
 
 export const options = o.help ? {
   scenarios: { help: { executor: 'shared-iterations', exec: 'help', vus: 1, iterations: 1 } },
 } : {
   scenarios: { ...steps, ...monitorScenario(o, totalSeconds) },
-  thresholds: R.stepThresholds(o),
+  thresholds: stepThresholds(o),
   tags: { testid, workload: o.workload },
   summaryTrendStats: ['avg', 'min', 'max', 'count'],
   setupTimeout: `${Math.ceil(startWait) + 60}s`,
@@ -39,13 +44,16 @@ export const options = o.help ? {
 };
 
 // ---- per VU
-const conn = new R.Conn(o);
+const conn = new Conn(o);
 const rec = tbs.recorder('oltp_latency', o.rate ? 'oltp_response_latency' : '');
 // The per-event calls as native functions (k6/x/tbs: rec.done / rec.doneDue without sobek's
 // reflection wrapper, a few µs per event at full speed; docs/bench.md).
 const done = rec.doneFn();
 const doneDue = o.rate ? rec.doneDueFn() : null;
 conn.samples = rec; // conn.flush() also sends the recorder's batched latency samples
+// progress lines: every event's latency, warm-up included, also goes to the run's tally, whose
+// interval percentile they print (lib/progress.js)
+if (o.report_interval) rec.tally(tally);
 const now = () => tbs.now();
 let scenario = '';
 let scenarioInfo = null; // exec.scenario, built once per VU (its accessors read live state)
@@ -80,14 +88,14 @@ function segmentShare() {
 // activate: the VU's first iteration of a thread step. It is thread `iterationInTest` of
 // the step; it drops its connection of an earlier step, connects and prepares afresh, then
 // waits for the step's load to begin (so that every VU of the step starts its first
-// iteration before any starts a second: R.stepScenarios).
+// iteration before any starts a second: stepScenarios).
 function activate(data) {
   scenario = scenarioInfo.name;
   const threads = Number(scenario.slice(1));
   const stepIdx = o.threads.indexOf(threads);
   const threadId = exec.scenario.iterationInTest;
   const start = exec.scenario.startTime;
-  const go = start + R.connectSeconds(threads) * 1000;
+  const go = start + connectSeconds(threads) * 1000;
   measureStart = go + o.warmup_time * 1000;
   stepEnd = measureStart + o.time * 1000;
   stepTag = String(threads);
@@ -113,12 +121,12 @@ function activate(data) {
   tags.warmup = 'true'; // the connect phase and the warm-up are not measured
   rec.use(null, null);
   // fresh connection and statements, before the load begins
-  const connected = R.connectUntil(conn, w.prepared, go);
+  const connected = connectUntil(conn, w.prepared, go);
   if (connected && o.workload === 'bulk_insert') {
     // sysbench's bulk_insert numbers rows from 1 in every run; a step goes on after the
     // ids earlier steps (or runs) wrote, so no key is inserted twice.
     const r = conn.db.query(`SELECT COALESCE(MAX(id), 0) AS m FROM sbtest${threadId + 1}`);
-    w.bulkSize = Number(R.asText(r[0].m || r[0].M)) || 0;
+    w.bulkSize = Number(asText(r[0].m || r[0].M)) || 0;
   }
   hist = tbs.histogram(histName(data.testid, threads));
   respHist = o.rate ? tbs.histogram(histName(data.testid, threads, 'response')) : null;
@@ -130,9 +138,9 @@ function activate(data) {
   }
   if (threadId === 0) {
     const t = { version: data.version, threads: stepTag };
-    R.metrics.marker.add(go, { ...t, event: 'step_start', warmup: String(warming) });
-    R.metrics.marker.add(measureStart, { ...t, event: 'measure_start', warmup: 'false' });
-    R.metrics.marker.add(stepEnd, { ...t, event: 'measure_end', warmup: 'false' });
+    metrics.marker.add(go, { ...t, event: 'step_start', warmup: String(warming) });
+    metrics.marker.add(measureStart, { ...t, event: 'measure_start', warmup: 'false' });
+    metrics.marker.add(stepEnd, { ...t, event: 'measure_end', warmup: 'false' });
   }
   const wait = go - Date.now();
   if (wait > 0) sleep(wait / 1000);
@@ -169,15 +177,15 @@ function endStep(data) {
 
 export function setup() {
   if (o.help) return {};
-  const sdb = R.openDb(o);
-  const v = R.connectOrExplain(sdb, o);
-  const info = R.targetInfo(sdb, v);
+  const sdb = openDb(o);
+  const v = connectOrExplain(sdb, o);
+  const info = targetInfo(sdb, v);
   const bulk = o.workload === 'bulk_insert';
   const need = bulk ? Math.max(...o.threads) : o.tables;
   if (o.workload.startsWith('select_random_') && o.tables !== 1) {
     throw new Error(`invalid option tables=${o.tables}: ${o.workload} supports only tables=1`);
   }
-  const have = R.existingTables(sdb);
+  const have = existingTables(sdb);
   const missing = [];
   for (let t = 1; t <= need; t++) if (!have.has(`sbtest${t}`)) missing.push(`sbtest${t}`);
   if (missing.length) {
@@ -186,19 +194,19 @@ export function setup() {
     throw new Error(`table ${missing[0]} does not exist in database '${o.mysql_db}' at ${o.mysql_host}:${o.mysql_port} ` +
       `(${missing.length} of ${need} tables missing): run prepare first: ${how}`);
   }
-  const variables = R.globalVariables(sdb);
+  const variables = globalVariables(sdb);
   sdb.close();
   const version = o.version || info.version;
   const runTags = exec.test.options.tags || {};
   const id = o.testid || runTags.testid || testid;
-  const inst = R.instanceOf(exec.test.options);
+  const inst = instanceOf(exec.test.options);
   if (o.start_at) {
     const wait = o.start_at - Date.now();
     if (wait > 0) sleep(wait / 1000);
   }
   const runStart = o.start_at || Date.now();
   if (inst.lane === 0) {
-    R.metrics.marker.add(runStart, { event: 'run_start', version, threads: o.threads.join(','), warmup: 'false', testid: id, workload: o.workload, instance_id: inst.id });
+    metrics.marker.add(runStart, { event: 'run_start', version, threads: o.threads.join(','), warmup: 'false', testid: id, workload: o.workload, instance_id: inst.id });
   }
   console.log(`testid=${id} workload=${o.workload} target=${o.mysql_host}:${o.mysql_port} version=${version} threads=${o.threads.join(',')}` +
     (inst.instances > 1 ? ` instance=${inst.id} segment=${inst.segment}` : ''));
@@ -225,16 +233,16 @@ export default function (data) {
   }
   // Events back to back for up to a second, never across a boundary (the end of the
   // warm-up, the end of the step): one k6 iteration per batch, not per event.
-  const until = Math.min(nextCheck, stepEnd, Date.now() + R.BATCH_MS);
-  if (queue) R.runQueued(conn, event, w, o, until, doneDue, stepEnd, queue, now);
-  else R.runEvents(conn, event, w, o, until, done, stepEnd, now);
+  const until = Math.min(nextCheck, stepEnd, Date.now() + BATCH_MS);
+  if (queue) runQueued(conn, event, w, o, until, doneDue, stepEnd, queue, now);
+  else runEvents(conn, event, w, o, until, done, stepEnd, now);
   if (Date.now() >= stepEnd) endStep(data);
 }
 
 // One extra VU samples k6's own CPU and memory every second and prints sysbench-style
 // lines every report_interval seconds (lib/progress.js).
 export function monitor(data) {
-  monitorTick(o, data, __ENV, R.GRACE_S, windows);
+  monitorTick(o, data, windows);
 }
 
 // `-e help=1`: nothing runs; the summary is the option list.
@@ -242,7 +250,7 @@ export function help() {}
 
 export function teardown(data) {
   if (o.help || data.lane !== 0) return;
-  R.metrics.marker.add(Date.now(), {
+  metrics.marker.add(Date.now(), {
     event: 'run_end', version: data.version, threads: o.threads.join(','), warmup: 'false',
     testid: data.testid, workload: o.workload, instance_id: data.instance_id,
   });

@@ -17,7 +17,9 @@ import exec from 'k6/execution';
 import { parseOptions } from './lib/config.js';
 import { makeRand } from './lib/rand.js';
 import { createTableSql, insertRowsSql, insertRowsServerSql, bulkCreateSql, SERVER_CHUNK } from './lib/sysbench.js';
-import * as R from './lib/runner.js';
+import { openDb } from './lib/conn.js';
+import { connectOrExplain, existingTables } from './lib/target.js';
+import { newTestId } from './lib/run.js';
 
 const o = parseOptions(__ENV);
 const bulk = o.workload === 'bulk_insert';
@@ -36,13 +38,13 @@ export const options = {
       executor: 'shared-iterations', vus, iterations: Math.max(chunks, 1), maxDuration: '72h',
     },
   },
-  tags: { testid: o.testid || R.newTestId(), workload: o.workload, command: o.command },
+  tags: { testid: o.testid || newTestId(), workload: o.workload, command: o.command },
   setupTimeout: '2h',
   teardownTimeout: '72h',
   summaryTrendStats: ['avg', 'max', 'count'],
 };
 
-const db = R.openDb(o);
+const db = openDb(o);
 
 function sqlExec(q) {
   try {
@@ -53,9 +55,9 @@ function sqlExec(q) {
 }
 
 export function setup() {
-  const sdb = R.openDb(o);
-  R.connectOrExplain(sdb, o);
-  const have = R.existingTables(sdb);
+  const sdb = openDb(o);
+  connectOrExplain(sdb, o);
+  const have = existingTables(sdb);
   const mine = [];
   for (let t = 1; t <= tables; t++) mine.push(`sbtest${t}`);
   const present = mine.filter((t) => have.has(t));
@@ -128,7 +130,7 @@ export default function (data) {
 
 export function teardown(data) {
   if (data.skip || o.command !== 'prepare') return;
-  const tdb = R.openDb(o);
+  const tdb = openDb(o);
   for (let t = 1; t <= tables; t++) {
     if (!bulk && o.create_secondary) {
       console.log(`Creating a secondary index on 'sbtest${t}'...`);

@@ -8,7 +8,7 @@
 // length, as sysbench divides by its run's total time); latency from the step's sysbench
 // histogram (k6/x/tbs: 1,024 log buckets, nearest rank), with `percentile` (sysbench's
 // option, default 95) plus p50, p99 and max.
-import { stepWindows } from './runner.js';
+import { stepWindows } from './steps.js';
 
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
 
@@ -143,6 +143,7 @@ export function summarize(data, o, tbs) {
   if (!sd || !sd.testid) return { stdout: '' }; // setup failed: its error says why; there is nothing to sum up
   const endedAt = Date.now();
   const steps = stepFigures(data, o, tbs, endedAt);
+  const lh = tbs.latencyHistogram(); // the histogram's one definition (k6/x/tbs histogram.go)
   const opts = { ...o };
   delete opts.mysql_password;
   delete opts.help;
@@ -158,7 +159,7 @@ export function summarize(data, o, tbs) {
     options: opts,
     target_variables: sd.variables,
     load_generator: sd.host,
-    latency_method: `sysbench 1.0.20 histogram (1024 log buckets, 0.001 ms to 100 s, nearest rank), per step`,
+    latency_method: `sysbench 1.0.20 histogram (${lh.buckets} log buckets, ${lh.min_ms} ms to ${lh.max_ms / 1000} s, nearest rank), per step`,
     steps,
     k6: { test_run_duration_ms: data.state.testRunDurationMs },
   };

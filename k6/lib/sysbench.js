@@ -5,7 +5,7 @@
 // statements with arguments, sent as server-side prepared statements by our driver as
 // sysbench prepares them; conn.text for statements sysbench sends as plain queries) and `w`
 // holds the options, the random functions and per-VU state of a step.
-import { READS, WRITES, OTHERS } from './runner.js';
+import { READS, WRITES, OTHERS } from './conn.js';
 
 export const C_TEMPLATE = '###########-###########-###########-###########-###########-' +
   '###########-###########-###########-###########-###########';
@@ -36,7 +36,7 @@ export function statements(tables) {
 
 // The events, made once per VU and step by bindEvent(conn, w): each is a closure over the
 // options, the random functions (native: k6/x/tbs), the statement functions and counts
-// (runner.js Conn: ex, exn, n) and the statement texts it needs, so that running it reads
+// (conn.js Conn: ex, exn, n) and the statement texts it needs, so that running it reads
 // locals, not object properties. (With 64 VUs on one client core every property lookup
 // misses the CPU cache in another VU's runtime: about a tenth of k6's CPU per query on
 // point select; docs/bench.md.) The random draws come in sysbench's order: the table, then

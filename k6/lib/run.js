@@ -1,0 +1,49 @@
+// The run's identity: its testid, this process' place among the load generators, the load
+// generator's host facts.
+
+// newTestId: UTC time and four hex digits (k6/contract.json's testid rule holds for it).
+export function newTestId() {
+  const d = new Date();
+  const p = (x) => String(x).padStart(2, '0');
+  const rnd = Math.floor(Math.random() * 0x10000).toString(16).padStart(4, '0');
+  return `${d.getUTCFullYear()}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}-${p(d.getUTCHours())}${p(d.getUTCMinutes())}${p(d.getUTCSeconds())}-${rnd}`;
+}
+
+// instanceOf(options) -> this process' place among the load generators of one run, from
+// k6's execution segments (`--execution-segment`, `--execution-segment-sequence`, as
+// `scripts/k6 run --instances N` and k6-operator pass them) and the `instance_id` tag:
+// { id, instances, lane (the segment's index), segment, sequence }. A lone process is
+// instance "0" of 1.
+export function instanceOf(options) {
+  const tags = (options && options.tags) || {};
+  const segment = options && options.executionSegment ? String(options.executionSegment) : '';
+  const sequence = options && options.executionSegmentSequence ? String(options.executionSegmentSequence) : '';
+  let lane = 0;
+  let instances = 1;
+  if (sequence) {
+    const points = sequence.split(',').map((x) => x.trim());
+    instances = Math.max(1, points.length - 1);
+    const from = segment.split(':')[0];
+    const value = (x) => { const [a, b] = String(x).split('/').map(Number); return b ? a / b : Number(a); };
+    const i = points.findIndex((p) => Math.abs(value(p) - value(from || '0')) < 1e-9);
+    lane = i >= 0 ? i : 0;
+  } else if (segment) {
+    const [from, to] = segment.split(':');
+    const value = (x) => { const [a, b] = String(x).split('/').map(Number); return b ? a / b : Number(a); };
+    const len = value(to || '1') - value(from || '0');
+    instances = len > 0 ? Math.round(1 / len) : 1;
+    lane = Math.round(value(from || '0') * instances);
+  }
+  const id = tags.instance_id !== undefined ? String(tags.instance_id) : String(lane);
+  return { id, instances, lane, segment, sequence };
+}
+
+// hostFacts: the load generator's CPU model, cores and memory, and k6's version. k6 cannot
+// read /proc, so scripts/k6 passes them in TBS_HOST_FACTS (JSON); a stock k6 run has none.
+export function hostFacts() {
+  try {
+    return JSON.parse(__ENV.TBS_HOST_FACTS || '{}');
+  } catch (_) {
+    return {};
+  }
+}

@@ -1,0 +1,58 @@
+// Thread steps as k6 scenarios: one per thread count, run one after another, each with a
+// connect phase, the warm-up and the measured window; their windows and per-step submetrics.
+import { CONTRACT } from './config.js';
+
+export const GRACE_S = CONTRACT.timing.grace_s; // a step's in-flight events may finish; the next step starts after
+
+// connectSeconds(threads): the start of each step given to its VUs to connect and prepare
+// their statements before the step's load begins (sysbench's threads do the same in
+// thread_init, before its timer starts).
+export function connectSeconds(threads) {
+  const t = CONTRACT.timing;
+  return t.connect_s + Math.ceil((threads * t.connect_s_per_1000_threads) / 1000);
+}
+
+// stepScenarios(o) -> k6 scenarios: one per thread step, run one after another, each
+// connect + warmup_time + time long. Every VU's first iteration of a step connects, then
+// waits for the step's load to begin: no VU starts a second iteration before all have
+// started their first, so the first iterations' numbers (exec.scenario.iterationInTest, k6
+// counts them across load-generator instances too) are the thread ids 0..threads-1.
+export function stepScenarios(o, fn = 'default') {
+  const scenarios = {};
+  let offset = 0;
+  for (const n of o.threads) {
+    const len = connectSeconds(n) + o.warmup_time + o.time;
+    scenarios[`t${n}`] = {
+      executor: 'constant-vus', exec: fn, vus: n,
+      duration: `${len}s`, startTime: `${offset}s`, gracefulStop: `${GRACE_S}s`,
+      tags: { threads: String(n) },
+    };
+    offset += len + GRACE_S;
+  }
+  return scenarios;
+}
+
+// The step windows, relative to the start of the scenarios (ms): connect (the scenario's
+// start), start (load begins: warm-up, then the measured window), measure_start, measure_end.
+export function stepWindows(o) {
+  let offset = 0;
+  return o.threads.map((n) => {
+    const c = connectSeconds(n) * 1000;
+    const w = { threads: n, connect: offset, start: offset + c, measure_start: offset + c + o.warmup_time * 1000 };
+    w.measure_end = w.measure_start + o.time * 1000;
+    offset = w.measure_end + GRACE_S * 1000;
+    return w;
+  });
+}
+
+// Submetrics per step (thresholds without conditions make k6 track them for the summary).
+// Latency is not among them: the step's histogram (k6/x/tbs) has it.
+export function stepThresholds(o) {
+  const th = {};
+  for (const n of o.threads) {
+    const sel = `threads:${n},warmup:false`;
+    for (const m of ['oltp_queries', 'oltp_transactions', 'oltp_errors', 'oltp_reconnects']) th[`${m}{${sel}}`] = [];
+    for (const k of ['read', 'write', 'other']) th[`oltp_queries{${sel},kind:${k}}`] = [];
+  }
+  return th;
+}
