@@ -6,9 +6,7 @@ import subprocess
 import sys
 
 from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "scripts/lib"))
-import gen_docs  # noqa: E402
+from tbsreport import gen_docs
 
 CONTRACT = json.loads((ROOT / "k6/contract.json").read_text())
 

@@ -12,10 +12,8 @@ import urllib.request
 import yaml
 
 from conftest import LOKI, ROOT, STATE
+from tbsreport import gen_runtime
 from test_compose import model
-
-sys.path.insert(0, str(ROOT / "scripts/lib"))
-import gen_runtime  # noqa: E402
 
 DEFN = json.loads((ROOT / "runtime/stack.json").read_text())
 MODES = DEFN["modes"]

@@ -1,26 +1,18 @@
-#!/usr/bin/env python3
 """Writes the README's option table from k6/contract.json, between the marker comments
 <!-- options:begin --> and <!-- options:end -->. `--check` writes nothing and exits 1 when the
 README differs from what the contract gives (tests/test_docs_generated.py runs it).
   python3 scripts/lib/gen_docs.py [--check]"""
-import json
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from . import ROOT
+from .commands import value_text as default_text  # an option's value as the docs and the commands show it
+from .contract import CONTRACT
+from .contract import contract as read_contract
+
 README = ROOT / "README.md"
-CONTRACT = ROOT / "k6/contract.json"
 BEGIN, END = "<!-- options:begin -->", "<!-- options:end -->"
 GROUPS = {"target": "The target", "run": "The run", "oltp": "sysbench's OLTP options",
           "rand": "Random numbers", "ours": "Ours (not sysbench's)"}
-
-
-def default_text(v):
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, list):
-        return ",".join(str(x) for x in v)
-    return str(v)
 
 
 def cell(s):
@@ -59,9 +51,8 @@ def render(text, contract):
 
 
 def main(argv):
-    contract = json.loads(CONTRACT.read_text())
     text = README.read_text()
-    new = render(text, contract)
+    new = render(text, read_contract())
     if "--check" in argv:
         if new != text:
             print(f"{README} is out of date with {CONTRACT}: run python3 scripts/lib/gen_docs.py", file=sys.stderr)
@@ -72,6 +63,3 @@ def main(argv):
         print(f"wrote the option table of {README}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
