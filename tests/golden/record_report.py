@@ -19,9 +19,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts/lib"))
-from tbsreport.report import COMMON_VARS, MYSQL_VARS, TIDB_VARS  # noqa: E402
+from tbsreport import ROOT
+from tbsreport.report import COMMON_VARS, MYSQL_VARS, TIDB_VARS
 
 FIX = Path(__file__).resolve().parent / "report"
 KEEP = set(TIDB_VARS + MYSQL_VARS + COMMON_VARS + ["tx_isolation"])

@@ -65,3 +65,7 @@ def main(argv=None, fetch=None):
     print(f"report: {out / 'report.md'}")
     print(f"        {out / 'report.html'}")
     return 0
+
+
+if __name__ == "__main__":  # scripts/report runs it with python -m
+    sys.exit(main())

@@ -266,3 +266,7 @@ def main(argv=None):
             cmd += [flag, v]
     cmd += [a.baseline, sweep_id] if a.baseline else [sweep_id]
     return subprocess.run(cmd).returncode
+
+
+if __name__ == "__main__":  # scripts/sweep runs it with python -m
+    sys.exit(main())
