@@ -2,14 +2,12 @@
 k6/contract.json (workloads, options, the testid rule, timing) and contract/promql.json (the
 per-step PromQL)."""
 import json
-import sys
 
 import pytest
 
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "scripts/lib"))
-from tbsreport import ReportError, commands, contract, fmt, manifest, prom, sweep  # noqa: E402
+from tbsreport import ReportError, commands, contract, fmt, manifest, prom, sweep
 
 C = json.loads((ROOT / "k6/contract.json").read_text())
 Q = json.loads((ROOT / "contract/promql.json").read_text())

@@ -20,7 +20,6 @@ import random
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -29,9 +28,8 @@ import pytest
 from conftest import ROOT, fresh_db, k6, prom, prom_wait
 from test_report_helpers import md_tables_after, run_report
 
-sys.path.insert(0, str(ROOT / "scripts/lib"))
-from tbsreport import merge as M  # noqa: E402
-from tbsreport.k6env import read_k6_env  # noqa: E402
+from tbsreport import merge as M
+from tbsreport.k6env import read_k6_env
 
 RESULTS = ROOT / "results"
 DB = "sbtest_instances"

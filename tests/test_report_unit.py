@@ -4,17 +4,15 @@ version labels, run resolution."""
 import json
 import re
 import subprocess
-import sys
 
 import pytest
 
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "scripts/lib"))
-from tbsreport import ReportError  # noqa: E402
-from tbsreport import commands  # noqa: E402
-from tbsreport.fmt import short_version, workload_name  # noqa: E402
-from tbsreport.manifest import resolve  # noqa: E402
+from tbsreport import ReportError
+from tbsreport import commands
+from tbsreport.fmt import short_version, workload_name
+from tbsreport.manifest import resolve
 
 
 def k6_help_defaults():

@@ -11,19 +11,16 @@ QPS per core. (k6's CPU saturation warning is tbsreport/loadgen.py's.)
 """
 import json
 import re
-import sys
 import time
 
 import pytest
 
+import dashtools as dt
 from conftest import ROOT, fresh_db, k6, prom, prom_wait
-
-sys.path.insert(0, str(ROOT / "scripts/lib"))
-import dashtools as dt  # noqa: E402
-from tbsreport.manifest import resolve  # noqa: E402
-from tbsreport.loadgen import usable_cores  # noqa: E402
-from tbsreport.prom import Prometheus, run_figures  # noqa: E402
-from test_report_helpers import md_tables_after, run_report  # noqa: E402
+from tbsreport.manifest import resolve
+from tbsreport.loadgen import usable_cores
+from tbsreport.prom import Prometheus, run_figures
+from test_report_helpers import md_tables_after, run_report
 
 DB = "sbtest_resources"
 PORTS = {"tidb": 4000, "mariadb": 3306}
