@@ -57,6 +57,11 @@ def s(key, extra=""):
     return SEL[key] + (", " + extra if extra else "")
 
 
+def sum_rate(metric, sel):
+    """The per-second rate of a counter summed over its series, with label matchers sel."""
+    return f"sum(rate({metric}{{{sel}}}[{RI}]))"
+
+
 # ---------------------------------------------------------------------------------------------
 # Shared building blocks
 # ---------------------------------------------------------------------------------------------

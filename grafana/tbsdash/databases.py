@@ -1,5 +1,5 @@
 """2. TiDB cluster and 3. MySQL / MariaDB (mysqld_exporter)."""
-from .base import RI, dashboard, panel, query_var, row, s, targets, testid_var, zero_if_absent
+from .base import RI, dashboard, panel, query_var, row, s, sum_rate, targets, testid_var, zero_if_absent
 
 
 # ---------------------------------------------------------------------------------------------
@@ -18,11 +18,11 @@ def tidb():
         panel("stat", "Connections", "Client connections open on TiDB right now.",
               "short", targets((f"sum(tidb_server_connections{{{t}}})", "connections")), w=4, h=4),
         panel("stat", "QPS", "Statements per second executed by TiDB (all statement types).",
-              "ops", targets((f"sum(rate(tidb_executor_statement_total{{{t}}}[{RI}]))", "QPS")), w=4, h=4),
+              "ops", targets((sum_rate("tidb_executor_statement_total", t), "QPS")), w=4, h=4),
         panel("stat", "p99 query duration", "99th percentile of the time TiDB took to handle a query (general SQL).",
               "s", targets((hq(0.99, 'sql_type="general"'), "p99")), w=4, h=4),
         panel("stat", "CPU", "CPU used by the tidb-server processes (1 = one core).",
-              "percentunit", targets((f"sum(rate(process_cpu_seconds_total{{{t}}}[{RI}]))", "CPU")), w=4, h=4),
+              "percentunit", targets((sum_rate("process_cpu_seconds_total", t), "CPU")), w=4, h=4),
         panel("stat", "Memory", "Resident memory of the tidb-server processes.",
               "bytes", targets((f"sum(process_resident_memory_bytes{{{t}}})", "RSS")), w=4, h=4),
         panel("timeseries", "QPS by statement type",
@@ -47,7 +47,7 @@ def tidb():
               "Statements per second that failed, by error type (for example kv:1062 duplicate key, executor:1213 deadlock).",
               "cps", targets((zero_if_absent(
                   f"sum by (type) (rate(tidb_server_execute_error_total{{{t}}}[{RI}]))",
-                  f"sum(rate(tidb_server_query_total{{{t}}}[{RI}]))", "type", "none"), "{{type}}")),
+                  sum_rate("tidb_server_query_total", t), "type", "none"), "{{type}}")),
               w=8, custom={"drawStyle": "bars", "fillOpacity": 60}),
         panel("timeseries", "Transaction duration p95",
               "95th percentile of transaction duration by transaction mode and outcome.",
@@ -147,14 +147,14 @@ def mysql():
         panel("stat", "Uptime", "Time since the server started.",
               "s", targets((f"mysql_global_status_uptime{{{m}}}", "uptime")), w=4, h=4),
         panel("stat", "QPS", "Statements per second executed by the server (Queries status counter).",
-              "ops", targets((f"sum(rate(mysql_global_status_queries{{{m}}}[{RI}]))", "QPS")), w=4, h=4),
+              "ops", targets((sum_rate("mysql_global_status_queries", m), "QPS")), w=4, h=4),
         panel("stat", "Threads connected", "Client connections open right now.",
               "short", targets((f"sum(mysql_global_status_threads_connected{{{m}}})", "connected")), w=4, h=4),
         panel("timeseries", "Queries and questions",
               "Statements per second: all of them (queries) and those sent by clients (questions).",
               "ops", targets(
-                  (f"sum(rate(mysql_global_status_queries{{{m}}}[{RI}]))", "queries"),
-                  (f"sum(rate(mysql_global_status_questions{{{m}}}[{RI}]))", "questions")),
+                  (sum_rate("mysql_global_status_queries", m), "queries"),
+                  (sum_rate("mysql_global_status_questions", m), "questions")),
               w=12),
         panel("timeseries", "Commands by type",
               "Statements per second by command (select, insert, update, delete, begin, commit, rollback).",
@@ -170,15 +170,15 @@ def mysql():
         panel("timeseries", "Errors and aborts",
               "Aborted connections and clients, and slow queries, per second.",
               "cps", targets(
-                  (f"sum(rate(mysql_global_status_aborted_connects{{{m}}}[{RI}]))", "aborted connects"),
-                  (f"sum(rate(mysql_global_status_aborted_clients{{{m}}}[{RI}]))", "aborted clients"),
-                  (f"sum(rate(mysql_global_status_slow_queries{{{m}}}[{RI}]))", "slow queries")),
+                  (sum_rate("mysql_global_status_aborted_connects", m), "aborted connects"),
+                  (sum_rate("mysql_global_status_aborted_clients", m), "aborted clients"),
+                  (sum_rate("mysql_global_status_slow_queries", m), "slow queries")),
               w=8),
         panel("timeseries", "Network traffic",
               "Bytes per second received from and sent to clients.",
               "Bps", targets(
-                  (f"sum(rate(mysql_global_status_bytes_received{{{m}}}[{RI}]))", "received"),
-                  (f"sum(rate(mysql_global_status_bytes_sent{{{m}}}[{RI}]))", "sent")),
+                  (sum_rate("mysql_global_status_bytes_received", m), "received"),
+                  (sum_rate("mysql_global_status_bytes_sent", m), "sent")),
               w=8),
         row("Storage engine"),
         panel("timeseries", "Handler operations",
@@ -188,14 +188,14 @@ def mysql():
         panel("timeseries", "Buffer pool reads",
               "Logical read requests per second and reads that had to go to disk.",
               "ops", targets(
-                  (f"sum(rate(mysql_global_status_innodb_buffer_pool_read_requests{{{m}}}[{RI}]))", "read requests"),
-                  (f"sum(rate(mysql_global_status_innodb_buffer_pool_reads{{{m}}}[{RI}]))", "disk reads")),
+                  (sum_rate("mysql_global_status_innodb_buffer_pool_read_requests", m), "read requests"),
+                  (sum_rate("mysql_global_status_innodb_buffer_pool_reads", m), "disk reads")),
               w=8),
         panel("timeseries", "InnoDB data I/O",
               "Bytes per second InnoDB read from and wrote to its data files.",
               "Bps", targets(
-                  (f"sum(rate(mysql_global_status_innodb_data_read{{{m}}}[{RI}]))", "read"),
-                  (f"sum(rate(mysql_global_status_innodb_data_written{{{m}}}[{RI}]))", "written")),
+                  (sum_rate("mysql_global_status_innodb_data_read", m), "read"),
+                  (sum_rate("mysql_global_status_innodb_data_written", m), "written")),
               w=8),
         row("Client side (k6)"),
         panel("timeseries", "Client p95 / p99 latency",

@@ -1,7 +1,7 @@
 """1. Benchmark run and 5. Run comparison: the dashboards of k6's series."""
 from . import pingcap
-from .base import (LOOKBACK, NET_DEVICES_EXCLUDED, RI, SEL, dashboard, panel, query_var, row, s, target, targets,
-                   testid_var, unit_override, zero_if_absent)
+from .base import (LOOKBACK, NET_DEVICES_EXCLUDED, RI, SEL, dashboard, panel, query_var, row, s, sum_rate, target,
+                   targets, testid_var, unit_override, zero_if_absent)
 from .steps import db_step_cores, k6_step_cores, step_errors, step_quantile, step_rate
 
 
@@ -11,7 +11,7 @@ from .steps import db_step_cores, k6_step_cores, step_errors, step_quantile, ste
 def benchmark_run():
     run, meas, k6 = s("run"), s("measured"), s("k6")
     marker_run = 'testid="$testid"'
-    q_rate = f"sum(rate(k6_oltp_queries_total{{{run}}}[{RI}]))"
+    q_rate = sum_rate("k6_oltp_queries_total", run)
     run_links = [
         {"title": f"{t} over this run", "targetBlank": False,
          "url": f"/d/{uid}?var-testid=${{__data.fields[0]}}"
@@ -85,7 +85,7 @@ def benchmark_run():
               w=8, custom={"stacking": {"mode": "normal", "group": "A"}, "fillOpacity": 30}),
         panel("timeseries", "TPS",
               "Transactions (sysbench events) per second.",
-              "ops", targets((f"sum(rate(k6_oltp_transactions_total{{{run}}}[{RI}]))", "TPS")), w=8),
+              "ops", targets((sum_rate("k6_oltp_transactions_total", run), "TPS")), w=8),
         panel("timeseries", "QPS by thread step",
               "Queries per second of each thread step's measured window (warm-up excluded).",
               "ops", targets((f"sum by (threads) (rate(k6_oltp_queries_total{{{meas}}}[{RI}]))", "{{threads}} threads")),
@@ -118,7 +118,7 @@ def benchmark_run():
         panel("timeseries", "Reconnects",
               "Reconnections per second after a lost connection (error 2013 and the like).",
               "cps", targets((zero_if_absent(
-                  f"sum(rate(k6_oltp_reconnects_total{{{run}}}[{RI}]))",
+                  sum_rate("k6_oltp_reconnects_total", run),
                   q_rate, "event", "reconnect"), "reconnects")),
               w=12, custom={"drawStyle": "bars", "fillOpacity": 60}),
         row("Resources: the target and the load generator"),
@@ -181,6 +181,24 @@ def benchmark_run():
                      ["benchmark", "k6"], variables, items)
 
 
+def ab_barchart(title, description, unit, expr_a, expr_b):
+    """Bars per thread step, run A beside run B: two instant table queries (one row per step),
+    merged and sorted by threads as numbers, the threads then shown as category labels."""
+    return panel("barchart", title, description, unit,
+                 [target(expr_a, ref="A", instant=True, fmt="table"),
+                  target(expr_b, ref="B", instant=True, fmt="table")],
+                 w=12, h=9,
+                 transformations=[
+                     {"id": "merge", "options": {}},
+                     {"id": "convertFieldType", "options": {"conversions": [
+                         {"targetField": "threads", "destinationType": "number"}], "fields": {}}},
+                     {"id": "sortBy", "options": {"fields": {}, "sort": [{"field": "threads", "desc": False}]}},
+                     {"id": "convertFieldType", "options": {"conversions": [
+                         {"targetField": "threads", "destinationType": "string"}], "fields": {}}},
+                     {"id": "organize", "options": {"excludeByName": {"Time": True},
+                                                    "renameByName": {"Value #A": "run A", "Value #B": "run B"}}}])
+
+
 # ---------------------------------------------------------------------------------------------
 # 5. Run comparison
 # ---------------------------------------------------------------------------------------------
@@ -232,34 +250,9 @@ def run_compare():
                                        "Value #C": "QPS change", "Value #D": "p95 A (ms)",
                                        "Value #E": "p95 B (ms)", "Value #F": "p95 change"}}},
                   {"id": "sortBy", "options": {"fields": {}, "sort": [{"field": "Threads", "desc": False}]}}]),
-        panel("barchart", "QPS per thread step",
-              "QPS of each thread step, run A beside run B.", "ops",
-              [target(qps_a, ref="A", instant=True, fmt="table"),
-               target(qps_b, ref="B", instant=True, fmt="table")],
-              w=12, h=9,
-              transformations=[
-                  {"id": "merge", "options": {}},
-                  {"id": "convertFieldType", "options": {"conversions": [
-                      {"targetField": "threads", "destinationType": "number"}], "fields": {}}},
-                  {"id": "sortBy", "options": {"fields": {}, "sort": [{"field": "threads", "desc": False}]}},
-                  {"id": "convertFieldType", "options": {"conversions": [
-                      {"targetField": "threads", "destinationType": "string"}], "fields": {}}},
-                  {"id": "organize", "options": {"excludeByName": {"Time": True},
-                                                 "renameByName": {"Value #A": "run A", "Value #B": "run B"}}}]),
-        panel("barchart", "p95 per thread step",
-              "p95 latency of each thread step in milliseconds, run A beside run B.", "ms",
-              [target(p95_a, ref="A", instant=True, fmt="table"),
-               target(p95_b, ref="B", instant=True, fmt="table")],
-              w=12, h=9,
-              transformations=[
-                  {"id": "merge", "options": {}},
-                  {"id": "convertFieldType", "options": {"conversions": [
-                      {"targetField": "threads", "destinationType": "number"}], "fields": {}}},
-                  {"id": "sortBy", "options": {"fields": {}, "sort": [{"field": "threads", "desc": False}]}},
-                  {"id": "convertFieldType", "options": {"conversions": [
-                      {"targetField": "threads", "destinationType": "string"}], "fields": {}}},
-                  {"id": "organize", "options": {"excludeByName": {"Time": True},
-                                                 "renameByName": {"Value #A": "run A", "Value #B": "run B"}}}]),
+        ab_barchart("QPS per thread step", "QPS of each thread step, run A beside run B.", "ops", qps_a, qps_b),
+        ab_barchart("p95 per thread step", "p95 latency of each thread step in milliseconds, run A beside run B.", "ms",
+                    p95_a, p95_b),
     ]
     variables = [
         query_var("run_a", "Run A", "label_values(k6_oltp_queries_total, testid)",
