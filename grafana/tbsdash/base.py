@@ -62,6 +62,12 @@ def sum_rate(metric, sel):
     return f"sum(rate({metric}{{{sel}}}[{RI}]))"
 
 
+def p95_p99(histogram, sel):
+    """(expr, legend) of the 95th and the 99th percentile of a native histogram over its series."""
+    return [(f"histogram_quantile({q}, sum(rate({histogram}{{{sel}}}[{RI}])))", legend)
+            for q, legend in (("0.95", "p95"), ("0.99", "p99"))]
+
+
 # ---------------------------------------------------------------------------------------------
 # Shared building blocks
 # ---------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """2. TiDB cluster and 3. MySQL / MariaDB (mysqld_exporter)."""
-from .base import RI, dashboard, panel, query_var, row, s, sum_rate, targets, testid_var, zero_if_absent
+from .base import RI, dashboard, p95_p99, panel, query_var, row, s, sum_rate, targets, testid_var, zero_if_absent
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,9 +200,7 @@ def mysql():
         row("Client side (k6)"),
         panel("timeseries", "Client p95 / p99 latency",
               "Event latency the load generator measured against this server, from the k6 native histogram (runs selected above).",
-              "s", targets(
-                  (f"histogram_quantile(0.95, sum(rate(k6_oltp_latency_seconds{{{s('marker')}}}[{RI}])))", "p95"),
-                  (f"histogram_quantile(0.99, sum(rate(k6_oltp_latency_seconds{{{s('marker')}}}[{RI}])))", "p99")),
+              "s", targets(*p95_p99("k6_oltp_latency_seconds", s('marker'))),
               w=12),
         panel("timeseries", "Client QPS",
               "Queries per second the load generator completed (runs selected above).",

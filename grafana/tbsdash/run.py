@@ -1,7 +1,7 @@
 """1. Benchmark run and 5. Run comparison: the dashboards of k6's series."""
 from . import pingcap
-from .base import (LOOKBACK, NET_DEVICES_EXCLUDED, RI, SEL, dashboard, panel, query_var, row, s, sum_rate, target,
-                   targets, testid_var, unit_override, zero_if_absent)
+from .base import (LOOKBACK, NET_DEVICES_EXCLUDED, RI, SEL, dashboard, p95_p99, panel, query_var, row, s, sum_rate,
+                   target, targets, testid_var, unit_override, zero_if_absent)
 from .steps import db_step_cores, k6_step_cores, step_errors, step_quantile, step_rate
 
 
@@ -93,15 +93,11 @@ def benchmark_run():
         row("Latency (event latency, from the native histogram)"),
         panel("timeseries", "p95 and p99 latency",
               "95th and 99th percentile of the event (transaction) latency, from the native histogram k6_oltp_latency_seconds.",
-              "s", targets(
-                  (f"histogram_quantile(0.95, sum(rate(k6_oltp_latency_seconds{{{run}}}[{RI}])))", "p95"),
-                  (f"histogram_quantile(0.99, sum(rate(k6_oltp_latency_seconds{{{run}}}[{RI}])))", "p99")),
+              "s", targets(*p95_p99("k6_oltp_latency_seconds", run)),
               w=12),
         panel("timeseries", "Response time (rate mode)",
               "With -e rate=N (sysbench's --rate): 95th and 99th percentile of the response time, from when each event was due to its end (queue time included, free of coordinated omission), beside the service latency of the panel on the left (from when a thread took the event, sysbench's figure). Empty for runs without a rate.",
-              "s", targets(
-                  (f"histogram_quantile(0.95, sum(rate(k6_oltp_response_latency_seconds{{{run}}}[{RI}])))", "p95"),
-                  (f"histogram_quantile(0.99, sum(rate(k6_oltp_response_latency_seconds{{{run}}}[{RI}])))", "p99")),
+              "s", targets(*p95_p99("k6_oltp_response_latency_seconds", run)),
               w=12),
         panel("timeseries", "Mean latency",
               "Mean event latency: rate of the histogram's sum over the rate of its count.",
