@@ -7,6 +7,7 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pymysql
@@ -117,3 +118,32 @@ def metric_sum(text, name, **labels):
         if all(f'{k}="{v}"' in line for k, v in labels.items()):
             total += float(line.rsplit(" ", 1)[1])
     return total
+
+
+def mariadb_root(query):
+    """A statement as the local MariaDB's root (through the stack's socket)."""
+    p = subprocess.run(["mariadb", f"--socket={STATE / 'run/mariadb.sock'}", "-uroot", "-N", "-B", "-e", query],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return [line.split("\t") for line in p.stdout.splitlines()]
+
+
+@contextmanager
+def userstat():
+    """MariaDB's per-table statistics (information_schema.TABLE_STATISTICS) kept while inside;
+    the server's setting as it was afterwards."""
+    (old,), = mariadb_root("SELECT @@GLOBAL.userstat")
+    mariadb_root("SET GLOBAL userstat = 1")
+    try:
+        yield
+    finally:
+        mariadb_root(f"SET GLOBAL userstat = {int(old)}")
+
+
+def rows_read(db, table="sbtest1"):
+    """Rows MariaDB has read from one table (TABLE_STATISTICS.ROWS_READ, while userstat is on):
+    a run's own counter when nothing else uses that table's database (unlike the server-wide
+    Rows_read, which every client of the shared server moves)."""
+    r = mariadb_root("SELECT ROWS_READ FROM information_schema.TABLE_STATISTICS "
+                     f"WHERE TABLE_SCHEMA = '{db}' AND TABLE_NAME = '{table}'")
+    return int(r[0][0]) if r else 0

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import TARGETS, fresh_db, k6, password, prom, prom_wait, run_testid, sql, summary
+from conftest import TARGETS, fresh_db, k6, password, prom, prom_wait, rows_read, run_testid, sql, summary, userstat
 
 
 def prepared(target, name, tables=2, rows=2000, extra=()):
@@ -97,10 +97,6 @@ def test_each_step_has_exactly_its_threads_connected(stack, target):
     sql(target, f"DROP DATABASE {db}")
 
 
-def status(name):
-    return int(sql("mariadb", f"SHOW GLOBAL STATUS LIKE '{name}'")[0][1])
-
-
 def sysbench(workload, db, *opts, port=3306):
     args = ["sysbench", workload, "--db-driver=mysql", "--mysql-host=127.0.0.1", f"--mysql-port={port}",
             "--mysql-user=sbtest", f"--mysql-password={password()}", f"--mysql-db={db}", *opts, "run"]
@@ -142,23 +138,34 @@ def test_select_random_points_reads_what_sysbench_reads(stack):
 
 
 def test_select_random_ranges_reads_what_sysbench_reads(stack):
-    """The same for select_random_ranges (whose client gets one COUNT row): the index entries
-    its BETWEEN ranges cover per event, by MariaDB's Rows_read. That counter is server-wide:
-    the test command runs one test at a time, so the two runs are all it counts."""
-    db = prepared("mariadb", "rng", tables=1, rows=10000, extra=("-e", "rand_type=uniform"))
-    r0 = status("Rows_read")
-    out = sysbench("select_random_ranges", db, "--tables=1", "--table-size=10000", "--threads=3", "--time=4",
-                   "--rand-type=uniform")
-    sb_events = int(re.search(r"transactions:\s+(\d+)", out).group(1))
-    sb_rows = (status("Rows_read") - r0) / sb_events
-    r0 = status("Rows_read")
-    _, s = run("mariadb", db, "workload=select_random_ranges", "tables=1", "table_size=10000", "threads=3",
-               "time=4", "rand_type=uniform")
-    (st,) = s["steps"]
-    ours = (status("Rows_read") - r0) / st["transactions"]
+    """The same for select_random_ranges (whose client gets one COUNT row): the rows its BETWEEN
+    ranges read per event, counted by MariaDB for the run's own table only (TABLE_STATISTICS;
+    each tool on its own copy of the table, so nothing else adds to it), divided by the run's own
+    events. One thread each: with several, sysbench gives each thread its own slice of the keys,
+    and how many events each slice gets depends on how fast its thread runs. A range of another
+    width, a DOUBLE bound or a wrong slice reads a different number of rows per event."""
+    dbs = {}
+    for who in ("sb", "k6"):
+        dbs[who] = prepared("mariadb", f"rng{who}", tables=1, rows=10000, extra=("-e", "rand_type=uniform"))
+    with userstat():
+        r0 = rows_read(dbs["sb"])
+        out = sysbench("select_random_ranges", dbs["sb"], "--tables=1", "--table-size=10000", "--threads=1",
+                       "--time=4", "--rand-type=uniform")
+        sb_events = int(re.search(r"transactions:\s+(\d+)", out).group(1))
+        sb_rows = (rows_read(dbs["sb"]) - r0) / sb_events
+        r0 = rows_read(dbs["k6"])
+        _, s = run("mariadb", dbs["k6"], "workload=select_random_ranges", "tables=1", "table_size=10000", "threads=1",
+                   "time=4", "rand_type=uniform")
+        (st,) = s["steps"]
+        # (the one event in flight when the step ends is read but not counted: at most 1 in thousands)
+        ours = (rows_read(dbs["k6"]) - r0) / st["transactions"]
+    assert sb_events > 500 and st["transactions"] > 500, (sb_events, st["transactions"])
     assert sb_rows > 5, sb_rows
-    assert abs(ours - sb_rows) <= 0.1 * sb_rows, (ours, sb_rows)
-    sql("mariadb", f"DROP DATABASE {db}")
+    # the same SQL over the same table reads the same rows per event: well within 5% over
+    # thousands of events (a range one key wider or narrower moves it by about 17%)
+    assert abs(ours - sb_rows) <= 0.05 * sb_rows, (ours, sb_rows)
+    for db in dbs.values():
+        sql("mariadb", f"DROP DATABASE {db}")
 
 
 @pytest.mark.parametrize("target", ["tidb", "mariadb"])
