@@ -1,5 +1,6 @@
-"""sysbench 1.0.20's latency histogram, the one Python definition (the report, the k6 merge and
-the bench use it; k6/x/tbs is the Go one, which records it).
+"""sysbench 1.0.20's latency histogram, the one Python definition: the report and the k6 merge use
+it, and anything else in Python that needs a bucket's width (FACTOR) should (k6/x/tbs is the Go
+one, which records the histogram).
 
 src/sb_histogram.c: sb_histogram_init(h, size, min, max) sets range_deduct = ln(min) and
 range_mult = (size - 1) / (ln(max) - ln(min)); a value lands in bucket
@@ -9,9 +10,11 @@ exp(i / range_mult + range_deduct); percentiles are by nearest rank. sysbench's 
 exp(ln(1e8) / 1023), about 1.8%, wide: the resolution of any percentile sysbench prints.
 (exp(ln(1e8) / 1024) = 1e8 ** (1 / 1024) is slightly narrower and not sysbench's.)
 
-The size and range are k6/contract.json's "latency_histogram", which k6 reads too. Standard
-library only, no imports from this package: scripts/k6 merge runs merge.py (which uses this
-module) as a plain file."""
+Its constants are k6/contract.json's "latency_histogram", generated from Go (k6/ext/tbs/histogram.go,
+the one definition, which k6 records with): size, range, deduct, mult, bucket_ratio. Bucket values
+are computed here with exp() as before, not taken from its values_ms (Go's math.Exp differs from
+the C library's in the last bit for some buckets). Standard library only, no imports from this
+package: scripts/k6 merge runs merge.py (which uses this module) as a plain file."""
 import json
 import math
 from pathlib import Path
@@ -22,10 +25,9 @@ SCHEME = SPEC["scheme"]  # "sysbench"
 BUCKETS = int(SPEC["buckets"])  # 1024
 MIN_MS = float(SPEC["min_ms"])  # 0.001
 MAX_MS = float(SPEC["max_ms"])  # 100000.0
-RANGE_DEDUCT = math.log(MIN_MS)
-RANGE_MULT = (BUCKETS - 1) / (math.log(MAX_MS) - RANGE_DEDUCT)
-# the width ratio of one bucket, exp((ln max - ln min) / (buckets - 1)): about 1.018
-FACTOR = math.exp((math.log(MAX_MS) - RANGE_DEDUCT) / (BUCKETS - 1))
+RANGE_DEDUCT = float(SPEC["deduct"])  # ln(min)
+RANGE_MULT = float(SPEC["mult"])  # (buckets - 1) / (ln(max) - ln(min))
+FACTOR = float(SPEC["bucket_ratio"])  # the width ratio of one bucket, exp(1 / mult): about 1.018
 
 
 def bucket(ms):
