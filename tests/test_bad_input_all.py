@@ -2,11 +2,14 @@
 scripts/report, scripts/sweep and the compose environment. Every case ends with a non-zero
 exit and one line that names the bad value and what is valid, prints no password, creates or
 drops no table (the database the cases point at keeps exactly its one table and its rows), and
-leaves no file behind (each case writes into an empty folder of its own)."""
+leaves no file behind (each case writes into an empty folder of its own). k6's option checks
+stop before the first query (no testid is printed); a refused port fails at once."""
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -28,17 +31,19 @@ def db(stack):
 
 # (id, tool, arguments, [substrings that one output line must all hold])
 K6_RUN = [
-    ("workload", ["-e", "workload=oltp_foo"], ["workload=oltp_foo", "valid: " + WORKLOADS]),
+    ("workload", ["-e", "workload=oltp_foo"], ["invalid option workload=oltp_foo: unknown workload (valid: " + WORKLOADS]),
     ("threads-zero", ["-e", "threads=0"], ["threads=0", "thread count >= 1"]),
     ("threads-twice", ["-e", "threads=4,4"], ["threads=4,4", "may appear once"]),
-    ("threads-junk", ["-e", "threads=150,,x"], ["threads=150,,x", "comma-separated list"]),
+    ("threads-junk", ["-e", "threads=150,,x"],
+     ["invalid option threads=150,,x: must be a thread count >= 1, or a comma-separated list"]),
     ("time-negative", ["-e", "time=-1"], ["time=-1", "whole number >= 1"]),
     ("time-text", ["-e", "time=abc"], ["time=abc", "whole number >= 1"]),
     ("warmup", ["-e", "warmup_time=x"], ["warmup_time=x", "whole number >= 0"]),
-    ("tables", ["-e", "tables=0"], ["tables=0", "whole number >= 1"]),
-    ("table-size", ["-e", "table_size=-5"], ["table_size=-5", "whole number >= 0"]),
-    ("unknown-option", ["-e", "tabels=3"], ["'tabels'", "did you mean 'tables'"]),
-    ("rand-type", ["-e", "rand_type=foo"], ["rand_type=foo", "valid: uniform, gaussian, special, pareto, zipfian"]),
+    ("tables", ["-e", "tables=0"], ["invalid option tables=0: must be a whole number >= 1"]),
+    ("table-size", ["-e", "table_size=-5"], ["invalid option table_size=-5: must be a whole number >= 0"]),
+    ("unknown-option", ["-e", "tabels=3"], ["unknown option 'tabels' (did you mean 'tables'?)"]),
+    ("rand-type", ["-e", "rand_type=foo"],
+     ["rand_type=foo", "unknown distribution (valid: uniform, gaussian, special, pareto, zipfian)"]),
     ("rand-spec-pct", ["-e", "rand_spec_pct=101"], ["rand_spec_pct=101", "from 0 to 100"]),
     ("pareto-h", ["-e", "rand_pareto_h=1.5"], ["rand_pareto_h=1.5", "between 0 and 1"]),
     ("ignore-errors", ["-e", "mysql_ignore_errors=12a"], ["mysql_ignore_errors=12a", "all or a comma-separated list"]),
@@ -55,21 +60,22 @@ K6_RUN = [
     ("port-refused", ["-e", "mysql_port=4999"], ["cannot connect to MySQL at 127.0.0.1:4999 as user 'sbtest'"]),
     ("host-unknown", ["-e", "mysql_host=no-such-host.invalid"], ["cannot connect to MySQL at no-such-host.invalid:4000", "no such host"]),
     ("user-unknown", ["-e", "mysql_user=nobody"], ["127.0.0.1:4000 as user 'nobody'", "Access denied"]),
-    ("password-wrong", ["-e", "mysql_password=not-the-secret-xyz"], ["as user 'sbtest'", "Access denied"]),
+    ("password-wrong", ["-e", "mysql_password=not-the-secret-xyz"], ["127.0.0.1:4000 as user 'sbtest'", "Access denied"]),
     ("db-unknown", ["-e", "mysql_db=sbtest_nonexistent"], ["database 'sbtest_nonexistent'", "Unknown database"]),
     ("tables-missing", ["-e", "tables=3"], [f"table sbtest2 does not exist in database '{DB}'", "run prepare first"]),
 ]
+# the cases the server answers (DSNs, tables); the others stop before any query
+K6_RUN_ASKS_THE_SERVER = {"port-refused", "host-unknown", "user-unknown", "password-wrong", "db-unknown", "tables-missing"}
 K6_PREPARE = [
     ("command", ["-e", "command=drop"], ["command=drop", "valid: prepare, cleanup, prewarm"]),
     ("prepare-mode", ["-e", "prepare_mode=fast"], ["prepare_mode=fast", "valid: auto, server, client"]),
     ("prepare-tables", ["-e", "tables=0"], ["tables=0", "whole number >= 1"]),
     ("prepare-batch", ["-e", "prepare_batch=0"], ["prepare_batch=0", "whole number >= 1"]),
     ("prepare-size", ["-e", "table_size=x"], ["table_size=x", "whole number >= 0"]),
-    ("prepare-exists", ["-e", "tables=1", "-e", f"table_size={ROWS}"], ["table sbtest1 already exists", "nothing was changed"]),
     ("cleanup-tables", ["-e", "command=cleanup", "-e", "tables=abc"], ["tables=abc", "whole number >= 1"]),
 ]
 STACK = [
-    ("stack-target", ["up", "--target", "oracle"], ["unknown target 'oracle'", "valid: tidb, mariadb, both"]),
+    ("stack-target", ["up", "--target", "oracle"], ["unknown target 'oracle' (valid: tidb, mariadb, both)"]),
     ("stack-option", ["up", "--bogus"], ["unknown option '--bogus'", "valid: --target"]),
     ("stack-command", ["frobnicate"], ["unknown command 'frobnicate'", "valid: up, down, status"]),
     ("stack-target-missing", ["up", "--target"], ["--target needs a value", "tidb, mariadb or both"]),
@@ -88,7 +94,6 @@ SWEEP = [
                                       "-e", "mysql_password=PASSWORD"], ["rand_type=foo", "valid: uniform"]),
 ]
 COMPOSE = [
-    ("compose-no-grafana-password", {"GRAFANA_ADMIN_PASSWORD": ""}, ["GRAFANA_ADMIN_PASSWORD", "set GRAFANA_ADMIN_PASSWORD in .env or your shell"]),
     ("compose-no-tidb-version", {"TIDB_VERSION": ""}, ["TIDB_VERSION", "set TIDB_VERSION in .env"]),
     ("compose-no-prometheus-image", {"PROMETHEUS_IMAGE": ""}, ["PROMETHEUS_IMAGE", "set PROMETHEUS_IMAGE in .env"]),
     ("compose-memory", {"TIKV_MEMORY": "lots"}, ["invalid size: 'lots'", "memory"]),
@@ -127,10 +132,16 @@ def unchanged(target_db):
 
 @pytest.mark.parametrize("case,args,expect", K6_RUN, ids=[c[0] for c in K6_RUN])
 def test_k6_run_bad_input(db, tmp_path, case, args, expect):
+    t0 = time.time()
     p = k6("run", "-e", f"mysql_db={db}", "-e", "tables=1", "-e", f"table_size={ROWS}", *args, "oltp.js",
            env={"results_dir": str(tmp_path)}, check=False, timeout=60)
+    secs = time.time() - t0
     check(p, expect, tmp_path)
     assert "not-the-secret-xyz" not in p.stdout + p.stderr
+    if case not in K6_RUN_ASKS_THE_SERVER:
+        assert not re.search(r"testid=\S+ workload=", p.stdout + p.stderr)  # setup (the first query) never ran
+    if case == "port-refused":
+        assert secs < 10, f"a refused port took {secs:.1f} s to fail"
     unchanged(db)
 
 
@@ -139,6 +150,21 @@ def test_k6_prepare_bad_input(db, tmp_path, case, args, expect):
     p = k6("run", "-e", f"mysql_db={db}", *args, "prepare.js", env={"results_dir": str(tmp_path)}, check=False, timeout=60)
     check(p, expect, tmp_path)
     unchanged(db)
+
+
+def test_prepare_refuses_existing_tables_and_changes_nothing(stack, tmp_path):
+    """Refused prepare leaves a table whose rows were changed as it was (so not re-made with
+    the same rows); recreate=true makes it anew."""
+    db = fresh_db("tidb", "sbtest_bad_exists")
+    common = ["-e", f"mysql_db={db}", "-e", "tables=1", "-e", "table_size=100"]
+    k6("run", *common, "prepare.js")
+    sql("tidb", "DELETE FROM sbtest1 WHERE id <= 10", db)
+    p = k6("run", *common, "prepare.js", env={"results_dir": str(tmp_path)}, check=False, timeout=60)
+    check(p, ["table sbtest1 already exists", "nothing was changed"], tmp_path)
+    assert sql("tidb", "SELECT COUNT(*) FROM sbtest1", db)[0][0] == 90
+    k6("run", *common, "-e", "recreate=true", "prepare.js")
+    assert sql("tidb", "SELECT COUNT(*) FROM sbtest1", db)[0][0] == 100
+    sql("tidb", f"DROP DATABASE {db}")
 
 
 @pytest.mark.parametrize("what", ["file", "read-only"])
@@ -184,6 +210,7 @@ def test_sweep_bad_input(db, tmp_path, case, args, expect):
     p = subprocess.run([str(ROOT / "scripts/sweep"), "--results", str(tmp_path), "--mysql-db", db, "--no-report", *args],
                        capture_output=True, text=True, timeout=120)
     check(p, expect, tmp_path)
+    assert p.returncode == 2, p.returncode
     unchanged(db)
 
 
