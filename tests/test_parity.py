@@ -1,7 +1,8 @@
 """Issue #3: `k6 run oltp.js` does what `sysbench oltp_*` does. For each workload and a few
 option sets, sysbench 1.0.20 and ours run with the same options on the same tables (made by
 our prepare.js): the queries per transaction by kind are equal, and the tables obey the same
-invariants afterwards, checked against each tool's own counts."""
+invariants afterwards, checked against each tool's own counts. (bulk_insert, which sysbench
+runs without its own tables: tests/test_trust.py checks its rows against its events exactly.)"""
 import re
 import subprocess
 import time
@@ -139,15 +140,3 @@ def test_parity_tidb(stack, case):
                          ids=case_id)
 def test_parity_mariadb(stack, case):
     parity("mariadb", *case)
-
-
-def test_bulk_insert_rows_match_events(stack):
-    """bulk_insert: every event appends one row to its thread's table; all reach the table."""
-    db = fresh_db("tidb", f"sbtest_bulk_{int(time.time())}")
-    k6("run", "-e", "workload=bulk_insert", "-e", "threads=2", "-e", f"mysql_db={db}", "prepare.js")
-    ours = ours_run("bulk_insert", "tidb", db, {"threads": 2})
-    rows = sum(sql("tidb", f"SELECT COUNT(*) FROM sbtest{t}", db)[0][0] for t in (1, 2))
-    sql("tidb", f"DROP DATABASE {db}")
-    assert ours["transactions"] > 0
-    # rows appended after the last flush of a VU are lost at most (a fraction of one batch)
-    assert ours["transactions"] * 0.98 <= rows <= ours["transactions"], (rows, ours)
