@@ -12,6 +12,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import tomllib
 import urllib.error
@@ -19,6 +20,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse
 
+import pymysql
 import pytest
 import yaml
 
@@ -27,13 +29,18 @@ from conftest import stop_process
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "bin"
 SETUP = "scripts/test-setup.d/40-compose.sh"
-TEST_PASSWORD = "test-only-not-a-secret"
 
-CLUSTER_ONLY = {"pd2", "pd3", "tikv2", "tikv3", "tidb2", "tidb3", "haproxy"}
+CLUSTER_ONLY = {"pd2", "pd3", "tikv2", "tikv3", "tidb2", "tidb3", "haproxy", "prometheus-targets-cluster"}
 DEFAULT_SERVICES = {"pd", "tikv", "tidb", "prometheus", "loki", "alloy", "grafana",
                     "grafana-renderer", "node-exporter",
                     "env-check",  # the settings' values, before anything starts (compose/env_check.py)
-                    "pingcap-dashboards"}  # PingCAP's dashboards for Grafana (tests/test_pingcap_dashboards.py)
+                    "secrets",  # generated passwords (compose/passwords.py)
+                    "prometheus-targets",  # the default topology's scrape targets
+                    # PingCAP's dashboards for Grafana (tests/test_pingcap_dashboards.py)
+                    "pingcap-dashboards-src", "pingcap-dashboards"}
+# Services that run once per `up` and exit 0; the others wait for them to complete.
+ONE_SHOTS = {"env-check", "secrets", "prometheus-targets", "prometheus-targets-cluster",
+             "pingcap-dashboards-src", "pingcap-dashboards"}
 # Host paths mounted on purpose (not repository files): node_exporter's view of the host,
 # Alloy's access to the Docker engine's container list and logs.
 HOST_PATHS = {"/", "/var/run/docker.sock"}
@@ -61,10 +68,9 @@ def dotenv():
 
 
 def compose_env(**extra):
-    """The caller's environment without anything that would override .env or the project."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in dotenv() and not k.startswith("COMPOSE_") and k != "GRAFANA_ADMIN_PASSWORD"}
-    env["GRAFANA_ADMIN_PASSWORD"] = TEST_PASSWORD
+    """The caller's environment without anything that would override .env or the project:
+    nothing needs exporting (no password is a setting: compose/secrets.yaml generates them)."""
+    env = {k: v for k, v in os.environ.items() if k not in dotenv() and not k.startswith("COMPOSE_")}
     env.update(extra)
     return env
 
@@ -203,19 +209,68 @@ def test_components_advertise_addresses_other_containers_reach():
                         assert_reaches(model("cluster"), ep, f"{name} --path")
 
 
-def test_grafana_admin_password_is_required_and_has_no_default():
-    env = compose_env()
-    del env["GRAFANA_ADMIN_PASSWORD"]
-    p = compose("config", env=env, check=False)
-    assert p.returncode != 0, "compose config passed without GRAFANA_ADMIN_PASSWORD"
-    assert "GRAFANA_ADMIN_PASSWORD" in p.stderr
-    assert "GRAFANA_ADMIN_PASSWORD" not in dotenv(), ".env must not ship a Grafana password"
-    g = model()["services"]["grafana"]
-    assert g["environment"]["GF_SECURITY_ADMIN_PASSWORD"] == TEST_PASSWORD
-    raw = (ROOT / "compose/observability.yaml").read_text()
-    assert re.search(r"GF_SECURITY_ADMIN_PASSWORD: \$\{GRAFANA_ADMIN_PASSWORD:\?", raw)
+def test_passwords_are_generated_files_never_settings():
+    """No password is a setting or an environment variable: each service reads its own from
+    the volume the secrets service fills (compose/passwords.py), which only that service mounts."""
+    assert not [k for k in dotenv() if "PASSWORD" in k], ".env must not carry a password"
+    m = everything()["services"]
+    for name, svc in m.items():
+        for k, v in (svc.get("environment") or {}).items():
+            assert "PASSWORD" not in k or k.endswith("__FILE") or k.endswith("_FILE") or k == "mysql_password_file", (name, k)
+    g = m["grafana"]
+    assert g["environment"]["GF_SECURITY_ADMIN_PASSWORD__FILE"] == "/run/secrets/tbs/grafana_admin_password"
     assert g["environment"]["GF_AUTH_ANONYMOUS_ENABLED"] == "true"
     assert g["environment"]["GF_AUTH_ANONYMOUS_ORG_ROLE"] == "Viewer"
+    assert m["k6"]["environment"]["mysql_user"] == "sbtest"
+    assert m["k6"]["environment"]["mysql_password_file"] == "/run/secrets/tbs/sbtest_password"
+    assert "mysql_password" not in m["k6"]["environment"]
+    readers = {}
+    for name, svc in m.items():
+        for v in svc.get("volumes", []):
+            if v["type"] == "volume" and v["source"].endswith("-secret"):
+                readers.setdefault(v["source"], set()).add(name)
+    assert readers == {"grafana-secret": {"secrets", "grafana"}, "tidb-secret": {"secrets", "tidb"},
+                       "k6-secret": {"secrets", "k6", "k6-instance"}}, readers
+    for name in ("tidb", "grafana"):
+        assert m[name]["depends_on"]["secrets"]["condition"] == "service_completed_successfully"
+
+
+def test_secrets_makes_keeps_and_prints_passwords(tmp_path):
+    """compose/passwords.py as the service runs it: three different random passwords the first
+    time, the same ones later, TiDB's init.sql with the set's statements, root's password and
+    the sbtest user; `login` and `password NAME` print them, a bad command says what is valid."""
+    out = tmp_path / "secrets"
+    for d in ("grafana", "tidb", "k6"):
+        (out / d).mkdir(parents=True)
+    env = {**os.environ, "TBS_SECRETS_DIR": str(out), "TBS_CONFIG_DIR": str(ROOT / "compose/config"),
+           "CLUSTER_CONFIG": "seed"}
+
+    def run(*args, check=True):
+        p = subprocess.run([sys.executable, str(ROOT / "compose/passwords.py"), *args], env=env,
+                           capture_output=True, text=True, timeout=30)
+        assert not check or p.returncode == 0, p.stderr
+        return p
+    first = run("ensure").stdout
+    pw = {n: (out / f).read_text() for n, f in (("grafana", "grafana/grafana_admin_password"),
+                                                ("root", "tidb/root_password"), ("sbtest", "k6/sbtest_password"))}
+    assert len(set(pw.values())) == 3 and all(re.fullmatch(r"[A-Za-z0-9_-]{32}", v) for v in pw.values()), pw
+    assert not [v for v in pw.values() if v in first], "ensure printed a password"
+    init = (out / "tidb/init.sql").read_text()
+    assert (ROOT / "compose/config/seed/init.sql").read_text().strip() in init
+    assert f"ALTER USER 'root'@'%' IDENTIFIED BY '{pw['root']}';" in init
+    assert f"CREATE USER IF NOT EXISTS 'sbtest'@'%' IDENTIFIED BY '{pw['sbtest']}';" in init
+    assert oct((out / "tidb/init.sql").stat().st_mode & 0o777) == "0o400"
+    assert (out / "grafana/grafana_admin_password").stat().st_uid == 472
+    run("ensure")
+    assert {n: (out / f).read_text() for n, f in (("grafana", "grafana/grafana_admin_password"),
+            ("root", "tidb/root_password"), ("sbtest", "k6/sbtest_password"))} == pw, "passwords changed"
+    login = run("login").stdout
+    assert all(v in login for v in pw.values()) and "user admin" in login
+    assert run("password", "sbtest").stdout.strip() == pw["sbtest"]
+    bad = run("password", "nope", check=False)
+    assert bad.returncode != 0 and "'nope'" in bad.stderr and "grafana, tidb-root, sbtest" in bad.stderr
+    bad = run("rotate", check=False)
+    assert bad.returncode != 0 and "ensure | login | password NAME" in bad.stderr
 
 
 # ---------------------------------------------------------------------------------------
@@ -239,13 +294,12 @@ def test_every_service_waits_for_the_env_check():
     assert late == [], f"services that can start before env-check: {late}"
 
 
-def test_env_check_gets_every_setting_but_memory_and_the_password():
+def test_env_check_gets_every_setting_but_memory():
     """Every variable of .env reaches env-check, except the *_MEMORY sizes (docker compose
-    rejects a bad size itself) and the secret GRAFANA_ADMIN_PASSWORD (never given to it)."""
+    rejects a bad size itself)."""
     env = everything()["services"]["env-check"]["environment"]
-    want = {k for k in dotenv() if not k.endswith("_MEMORY") and k != "GRAFANA_ADMIN_PASSWORD"}
+    want = {k for k in dotenv() if not k.endswith("_MEMORY")}
     assert want - set(env) == set(), want - set(env)
-    assert "GRAFANA_ADMIN_PASSWORD" not in env and TEST_PASSWORD not in json.dumps(env)
     assert env["TIDB_VERSION"] == dotenv()["TIDB_VERSION"]
 
 
@@ -397,11 +451,23 @@ def test_tidb_starts_with_the_compose_flags_and_runs_init_sql(tmp_path, config_s
             arg = f"-P={port}"
         elif flag == "--status":
             arg = f"--status={status}"
-        elif flag in ("--config", "--initialize-sql-file"):
+        elif flag == "--config":
             local = container_path(svc, val)
             assert local is not None and local.is_file(), (arg, local)
             assert local.parent == ROOT / "compose/config" / config_set
             arg = f"{flag}={local}"
+        elif flag == "--initialize-sql-file":
+            # the secrets service's init.sql in its tidb-secret volume: made here as it makes it
+            vol = [v for v in svc["volumes"] if v["type"] == "volume" and val.startswith(v["target"] + "/")]
+            assert [v["source"] for v in vol] == ["tidb-secret"], svc["volumes"]
+            out = tmp_path / "secrets"
+            for d in ("grafana", "tidb", "k6"):
+                (out / d).mkdir(parents=True)
+            subprocess.run([sys.executable, str(ROOT / "compose/passwords.py"), "ensure"], check=True,
+                           capture_output=True, env={**os.environ, "TBS_SECRETS_DIR": str(out),
+                                                     "TBS_CONFIG_DIR": str(ROOT / "compose/config"),
+                                                     "CLUSTER_CONFIG": config_set})
+            arg = f"{flag}={out / 'tidb' / val.rsplit('/', 1)[1]}"
         args.append(arg)
     assert any(a.startswith("--initialize-sql-file=") for a in args)
     log = tmp_path / "tidb.log"
@@ -424,9 +490,18 @@ def test_tidb_starts_with_the_compose_flags_and_runs_init_sql(tmp_path, config_s
             time.sleep(0.5)
         with urllib.request.urlopen(f"http://127.0.0.1:{status}/schema", timeout=10) as r:
             dbs = {d["db_name"]["O"] for d in json.load(r)}
-        assert "sbtest" in dbs, dbs
+        assert {"sbtest", "sbtest_smoke"} <= dbs, dbs
         text = log.read_text()
         assert "InitializeSQLFile error" not in text, [ln for ln in text.splitlines() if "InitializeSQLFile" in ln]
+        # root has the generated password now, sbtest logs in with its own
+        root_pw = (tmp_path / "secrets/tidb/root_password").read_text()
+        sb_pw = (tmp_path / "secrets/k6/sbtest_password").read_text()
+        with pytest.raises(pymysql.err.OperationalError):
+            pymysql.connect(host="127.0.0.1", port=port, user="root", password="", connect_timeout=5)
+        pymysql.connect(host="127.0.0.1", port=port, user="root", password=root_pw, connect_timeout=5).close()
+        with pymysql.connect(host="127.0.0.1", port=port, user="sbtest", password=sb_pw, database="sbtest") as db:
+            with db.cursor() as cur:
+                cur.execute("CREATE TABLE sbtest_probe (id INT PRIMARY KEY)")
     finally:
         stop_process(proc)
 
@@ -435,19 +510,47 @@ def test_tidb_starts_with_the_compose_flags_and_runs_init_sql(tmp_path, config_s
 # the compose model: targets, mounts, health, ports, limits
 # ---------------------------------------------------------------------------------------
 
-def scrape_jobs():
+def scrape_jobs(folder="compose"):
     cfg = yaml.safe_load((ROOT / "prometheus/prometheus.yml").read_text())
     jobs = {}
     for sc in cfg["scrape_configs"]:
         files = [f for sd in sc.get("file_sd_configs", []) for f in sd["files"]]
         assert files == [f"targets/{sc['job_name']}.yml"], sc
-        jobs[sc["job_name"]] = ROOT / "prometheus/targets/compose" / f"{sc['job_name']}.yml"
+        jobs[sc["job_name"]] = ROOT / "prometheus/targets" / folder / f"{sc['job_name']}.yml"
     return jobs
 
 
+def targets_of(m):
+    """The target folders the prometheus-targets services of a model copy, in their order."""
+    out = []
+    for name in ("prometheus-targets", "prometheus-targets-cluster"):
+        if name in m["services"]:
+            src = [v["source"] for v in m["services"][name]["volumes"] if v["target"] == "/src"]
+            out.append(Path(src[0]).relative_to(ROOT / "prometheus/targets").as_posix())
+    return out
+
+
+def test_only_what_exists_is_scraped():
+    """The default topology scrapes only its members; the cluster profile's copy (run after the
+    default one) adds every member. Prometheus reads the folder from the shared volume."""
+    default, cluster = model(), model("cluster")
+    assert targets_of(default) == ["compose"] and targets_of(cluster) == ["compose", "compose-cluster"]
+    assert cluster["services"]["prometheus-targets-cluster"]["depends_on"]["prometheus-targets"]["condition"] \
+        == "service_completed_successfully"
+    prom = default["services"]["prometheus"]
+    assert [v["source"] for v in prom["volumes"] if v["target"] == "/etc/prometheus/targets"] == ["prometheus-targets"]
+    assert prom["depends_on"]["prometheus-targets"]["condition"] == "service_completed_successfully"
+    for job, path in scrape_jobs("compose").items():
+        for g in yaml.safe_load(path.read_text()) or []:
+            for t in g["targets"]:
+                assert t.rsplit(":", 1)[0] in default["services"], (job, t)
+                assert_reaches(default, t, f"job {job}")
+
+
 def test_every_scrape_target_is_a_service_and_port_of_the_model():
-    jobs = scrape_jobs()
+    jobs = scrape_jobs("compose-cluster")
     assert {p.name for p in (ROOT / "prometheus/targets/compose").glob("*.yml")} == {p.name for p in jobs.values()}
+    assert {p.name for p in (ROOT / "prometheus/targets/compose-cluster").glob("*.yml")} == {p.name for p in jobs.values()}
     default, cluster = model(), model("cluster")
     scraped = {}
     for job, path in jobs.items():
@@ -513,7 +616,7 @@ def test_shared_prometheus_and_loki_configs_are_mounted_as_the_contract_says():
     s = model()["services"]
     prom = s["prometheus"]
     assert container_path(prom, "/etc/prometheus/prometheus.yml") == ROOT / "prometheus/prometheus.yml"
-    assert container_path(prom, "/etc/prometheus/targets") == ROOT / "prometheus/targets/compose"
+    assert targets_of(model()) == ["compose"]  # through the prometheus-targets volume
     cmd = prom["command"]
     # the remote-write receiver (k6 pushes); native histograms need no feature flag in v3
     # (--enable-feature=native-histograms is a no-op there): tests/test_runtime.py checks the flags
@@ -555,7 +658,7 @@ def test_every_service_with_dependants_has_a_healthcheck():
     for name, s in svcs.items():
         for dep, d in (s.get("depends_on") or {}).items():
             assert dep in svcs, f"{name} depends on unknown {dep}"
-            if dep == "env-check":  # a one-shot check: it completes, it is never "healthy"
+            if dep in ONE_SHOTS:  # one-shot services: they complete, they are never "healthy"
                 assert d["condition"] == "service_completed_successfully", f"{name} -> {dep}: {d['condition']}"
                 assert not svcs[dep].get("restart") or svcs[dep]["restart"] == "no", svcs[dep].get("restart")
                 continue
@@ -639,7 +742,7 @@ def test_k6_service_runs_on_demand_against_the_compose_services():
     assert_reaches(m, f"{env['mysql_host']}:{env['mysql_port']}", "mysql_host/mysql_port")
     assert (env["mysql_host"], env["mysql_port"]) == ("tidb", "4000")
     options = k6_option_names()
-    assert {"mysql_host", "mysql_port", "mysql_user", "mysql_password", "mysql_db"} <= options
+    assert {"mysql_host", "mysql_port", "mysql_user", "mysql_password_file", "mysql_db"} <= options
     for k in env:
         if k[0].islower():
             assert k in options, f"k6 rejects the unknown option {k}"

@@ -15,9 +15,9 @@ Later runs keep the passwords (init.sql is written again: CLUSTER_CONFIG may hav
 `docker compose down -v` removes the volumes, and the next `up` makes new passwords for the new
 cluster. Passwords never appear in an argument, an environment variable or a log line.
 
-    python3 secrets.py ensure    # what the service runs
-    python3 secrets.py login     # prints the logins: docker compose run --rm --no-deps secrets login
-    python3 secrets.py password sbtest   # one password alone (scripts/compose-k6)
+    python3 passwords.py ensure    # what the service runs
+    python3 passwords.py login     # prints the logins: docker compose run --rm --no-deps secrets login
+    python3 passwords.py password sbtest   # one password alone (scripts/compose-k6)
 Python's standard library only (the stack's PYTHON_IMAGE).
 """
 import os
@@ -68,10 +68,11 @@ def ensure():
     root, sbtest = (open(path(n)).read().strip() for n in ("tidb-root", "sbtest"))
     sql = open(init).read().rstrip() + f"""
 
--- Added by compose/secrets.py: the generated passwords (TiDB runs this file once, when it
+-- Added by compose/passwords.py: the generated passwords (TiDB runs this file once, when it
 -- creates the cluster). The benchmark user owns every database named sbtest*.
 ALTER USER 'root'@'%' IDENTIFIED BY '{root}';
 CREATE DATABASE IF NOT EXISTS sbtest;
+CREATE DATABASE IF NOT EXISTS sbtest_smoke;  -- scripts/compose-smoke's, apart from your tables
 CREATE USER IF NOT EXISTS 'sbtest'@'%' IDENTIFIED BY '{sbtest}';
 GRANT ALL PRIVILEGES ON `sbtest%`.* TO 'sbtest'@'%';
 """
@@ -102,7 +103,7 @@ def password(name):
 
 
 def main(argv):
-    usage = "usage: secrets.py ensure | login | password NAME"
+    usage = "usage: passwords.py ensure | login | password NAME"
     if argv == ["ensure"]:
         ensure()
     elif argv == ["login"]:

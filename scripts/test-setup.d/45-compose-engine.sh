@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Setup for tests/test_compose_engine.py: a real Docker engine and the images compose runs.
+#   dockerd     Debian's docker.io (Engine 20.10 on bookworm: the oldest engine we support),
+#               started as root without iptables and NAT (--iptables=false --ip-masq=false):
+#               containers reach each other and the host's loopback ports, nothing outside
+#   stand-ins   tests/compose-engine/build-standins: the images no registry here serves, built
+#               under .env's pinned names from what the local stack builds (cached in the engine)
+#   k6 image    built from k6/Dockerfile itself (.env's K6_IMAGE), on the host network so its
+#               build stage reaches the Go module proxy (the engine has no NAT)
+# Idempotent: a running engine, cached stand-ins and Docker's layer cache make a warm run fast.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+cd "$ROOT"
+
+if ! command -v dockerd >/dev/null; then
+  log "installing Debian package docker.io (the Docker engine for the compose engine test)"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io >/dev/null
+fi
+DOCKER=/usr/bin/docker   # Debian's client, the same release as the engine
+[ -x "$DOCKER" ] || DOCKER=docker
+if ! "$DOCKER" info >/dev/null 2>&1; then
+  mkdir -p "$STATE/logs"
+  log "starting dockerd (log: $STATE/logs/dockerd.log)"
+  setsid dockerd --iptables=false --ip-masq=false >"$STATE/logs/dockerd.log" 2>&1 < /dev/null &
+  for _ in $(seq 60); do "$DOCKER" info >/dev/null 2>&1 && break; sleep 1; done
+  "$DOCKER" info >/dev/null 2>&1 || die "dockerd did not start (see $STATE/logs/dockerd.log)"
+fi
+log "Docker engine $("$DOCKER" version -f '{{.Server.Version}}'), compose $(docker compose version --short 2>/dev/null || echo missing)"
+
+scripts/build prometheus loki tidb compose
+tests/compose-engine/build-standins
+
+set -a; . "$ROOT/.env"; set +a
+log "building $K6_IMAGE from k6/Dockerfile"
+DOCKER_BUILDKIT=1 "$DOCKER" build -q --network host --build-arg "GO_IMAGE=$GO_IMAGE" --build-arg "K6_BASE_IMAGE=$K6_BASE_IMAGE" \
+  -t "$K6_IMAGE" k6 >/dev/null
