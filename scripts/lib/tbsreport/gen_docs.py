@@ -1,6 +1,6 @@
-"""Writes the README's option table from k6/contract.json, between the marker comments
+"""Writes the option table of docs/options.md from k6/contract.json, between the marker comments
 <!-- options:begin --> and <!-- options:end -->. `--check` writes nothing and exits 1 when the
-README differs from what the contract gives (tests/test_docs_generated.py runs it).
+page differs from what the contract gives (tests/test_docs_generated.py runs it).
   python3 scripts/lib/gen_docs.py [--check]"""
 import sys
 
@@ -9,7 +9,7 @@ from .commands import value_text as default_text  # an option's value as the doc
 from .contract import CONTRACT
 from .contract import contract as read_contract
 
-README = ROOT / "README.md"
+DOC = ROOT / "docs" / "options.md"  # the page that holds the option table
 BEGIN, END = "<!-- options:begin -->", "<!-- options:end -->"
 GROUPS = {"target": "The target", "run": "The run", "oltp": "sysbench's OLTP options",
           "rand": "Random numbers", "ours": "Ours (not sysbench's)"}
@@ -44,22 +44,22 @@ def table(contract):
 
 def render(text, contract):
     if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
-        raise SystemExit(f"error: {README} needs exactly one {BEGIN} ... {END} pair")
+        raise SystemExit(f"error: {DOC} needs exactly one {BEGIN} ... {END} pair")
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
     return f"{head}{BEGIN}\n{table(contract)}\n{END}{tail}"
 
 
 def main(argv):
-    text = README.read_text()
+    text = DOC.read_text()
     new = render(text, read_contract())
     if "--check" in argv:
         if new != text:
-            print(f"{README} is out of date with {CONTRACT}: run python3 scripts/lib/gen_docs.py", file=sys.stderr)
+            print(f"{DOC} is out of date with {CONTRACT}: run python3 scripts/lib/gen_docs.py", file=sys.stderr)
             return 1
         return 0
     if new != text:
-        README.write_text(new)
-        print(f"wrote the option table of {README}")
+        DOC.write_text(new)
+        print(f"wrote the option table of {DOC}")
     return 0
 
