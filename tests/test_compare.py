@@ -101,3 +101,64 @@ def test_benchstat_conventions():
     fam = stats.adjust([stats.compare(a, b) for _ in range(4)])
     assert all(x.significant for x in fam)
     assert not any(x.significant for x in stats.adjust([stats.compare(a, b) for _ in range(8)]))
+
+
+# ---------------------------------------------------------------- bad input: nothing runs
+
+def sweep(*args, timeout=120):
+    import subprocess
+    import sys
+    from conftest import ROOT
+    return subprocess.run([sys.executable, str(ROOT / "scripts/sweep"), *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+
+
+GOOD = {"workloads": ["oltp_point_select"], "threads": [1], "repeats": 2,
+        "options": {"time": 1, "tables": 1, "table_size": 1000, "mysql_db": "sbtest"},
+        "arms": [{"name": "a"}, {"name": "b"}]}
+
+
+def write_plan(tmp_path, **change):
+    import copy
+    import json
+    p = copy.deepcopy(GOOD)
+    for k, v in change.items():
+        if v is None:
+            p.pop(k, None)
+        else:
+            p[k] = v
+    f = tmp_path / "plan.json"
+    f.write_text(json.dumps(p))
+    return f
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"warmup": 3}, "unknown key 'warmup' (valid: admin, analyze, arms, description, options"),
+    ({"workloads": ["oltp_point_select", "oltp_nope"]}, "unknown workload 'oltp_nope' (valid: oltp_point_select, "),
+    ({"options": {"tabels": 2}}, "options: unknown option 'tabels' (valid: mysql_host, "),
+    ({"arms": [{"name": "a"}, {"name": "b", "options": {"rand_typ": "uniform"}}]},
+     "arm 'b' options: unknown option 'rand_typ' (valid: "),
+    ({"arms": [{"name": "a"}, {"name": "b", "colour": 1}]}, "arm 2: unknown key 'colour' (valid: description, "),
+    ({"arms": [{"name": "a"}]}, "'arms' must list two or more arms"),
+    ({"repeats": 0}, "invalid repeats 0: must be >= 1"),
+    ({"arms": [{"name": "a"}, {"name": "b", "set_global": {"tidb_slow_log_threshold": 0}}]},
+     "set_global needs 'admin'"),
+])
+def test_bad_plans_stop_before_any_run(tmp_path, change, message):
+    res = tmp_path / "results"
+    p = sweep("--plan", str(write_plan(tmp_path, **change)), "--results", str(res), "--id", "bad")
+    assert p.returncode == 2 and message in p.stderr, p.stderr
+    assert not res.exists() or not any(res.iterdir())
+
+
+def test_unreachable_arm_and_repeats_zero_stop_before_any_run(tmp_path):
+    res = tmp_path / "results"
+    f = write_plan(tmp_path, arms=[{"name": "a"}, {"name": "far", "options": {"mysql_port": 1}}])
+    p = sweep("--plan", str(f), "--results", str(res), "--id", "bad")
+    assert p.returncode == 2 and "arm 'far' cannot be reached: 127.0.0.1:1 as user" in p.stderr, p.stderr
+    assert "nothing was run" in p.stderr and (not res.exists() or not any(res.iterdir()))
+    p = sweep("--workloads", "oltp_point_select", "--threads", "1", "--repeats", "0", "--results", str(res))
+    assert p.returncode == 2 and "invalid --repeats 0: must be >= 1" in p.stderr, p.stderr
+    p = sweep("--plan", str(tmp_path / "nope.json"), "--results", str(res))
+    assert p.returncode == 2 and f"plan file {tmp_path / 'nope.json'} does not exist" in p.stderr, p.stderr
+    assert not res.exists() or not any(res.iterdir())

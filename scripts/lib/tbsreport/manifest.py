@@ -38,7 +38,18 @@ class RunSet:
     sweep: dict = None  # the sweep manifest, for kind == "sweep"
 
     def by_workload(self):
-        return {r.workload: r for r in self.runs}
+        """workload -> its first run (sample): the one the environment and commands show."""
+        out = {}
+        for r in self.runs:
+            out.setdefault(r.workload, r)
+        return out
+
+    def samples(self):
+        """workload -> [Run]: every repeat (sample) of it, in the order they ran."""
+        out = {}
+        for r in self.runs:
+            out.setdefault(r.workload, []).append(r)
+        return out
 
     @property
     def first(self):
@@ -103,11 +114,12 @@ def resolve(results, run_id):
             raise ReportError(f"sweep '{sweep_id}' ({path}) lists no runs", code=2)
         runs = [load_run(results, r["testid"], context=f"sweep '{sweep_id}'") for r in m["runs"]]
         seen = {}
-        for r in runs:
-            if r.workload in seen:
+        for r, e in zip(runs, m["runs"]):
+            key = (r.workload, e.get("repeat", 1))
+            if key in seen:
                 raise ReportError(f"sweep '{sweep_id}' lists workload {r.workload} twice "
-                                  f"({seen[r.workload]} and {r.testid})", code=2)
-            seen[r.workload] = r.testid
+                                  f"({seen[key]} and {r.testid})", code=2)
+            seen[key] = r.testid
         return RunSet(id=sweep_id, kind="sweep", runs=runs, sweep=m)
     check_run_manifest(m, path)
     return RunSet(id=run_id, kind="run", runs=[Run(testid=m.get("testid") or run_id, manifest=m, path=path)])

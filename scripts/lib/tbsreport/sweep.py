@@ -40,8 +40,13 @@ ANALYZE TABLE sbtest1..N. Then `scripts/report <sweep id>` (or `scripts/report B
 def parser():
     ap = argparse.ArgumentParser(prog="scripts/sweep", description=__doc__, epilog=EPILOG,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workloads", required=True, help="comma-separated sysbench workloads, run in this order")
-    ap.add_argument("--threads", required=True, help="thread steps for every workload, e.g. 150,300,600")
+    ap.add_argument("--workloads", help="comma-separated sysbench workloads, run in this order")
+    ap.add_argument("--threads", help="thread steps for every workload, e.g. 150,300,600")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="run every workload N times (samples for the report's medians, intervals and p-values)")
+    ap.add_argument("--plan", metavar="FILE",
+                    help="a plan (JSON, docs/report.md): two or more arms run interleaved, each a sweep; "
+                         "an interrupted plan resumes with the same --id")
     ap.add_argument("--time", type=int, help="seconds measured per step (k6 option time)")
     ap.add_argument("--warmup-time", type=int, help="seconds of warm-up before each step (warmup_time)")
     ap.add_argument("--tables", type=int, help="number of tables (tables)")
@@ -70,6 +75,12 @@ def now_ms():
 
 def parse_args(argv):
     a = parser().parse_args(argv)
+    if a.repeats < 1:
+        raise ReportError(f"invalid --repeats {a.repeats}: must be >= 1", code=2)
+    if a.plan:
+        return a, None, None, None
+    if not a.workloads or not a.threads:
+        raise ReportError("--workloads and --threads are required (or --plan FILE)", code=2)
     workloads = [w.strip() for w in a.workloads.split(",") if w.strip()]
     bad = [w for w in workloads if w not in WORKLOADS]
     if bad or not workloads:
@@ -99,7 +110,7 @@ def parse_args(argv):
     base = a.id or f"{stamp}-{''.join(random.choices(string.ascii_lowercase + string.digits, k=4))}"
     base = base[len("sweep-"):] if base.startswith("sweep-") else base
     for w in workloads:
-        if not contract.testid_re().match(f"{base}-{w}"):
+        if not contract.testid_re().match(f"{base}-{w}" + (f"-r{a.repeats}" if a.repeats > 1 else "")):
             raise ReportError(f"invalid --id {a.id}: testid '{base}-{w}' must be letters, digits, . _ - "
                               f"(at most {contract.testid_max()})", code=2)
     return a, workloads, extra, base
@@ -176,10 +187,72 @@ def k6_check(common, workloads, threads):
     return ""
 
 
+def host_info():
+    """The load generator's host as each sample saw it: cores, memory, kernel, load average."""
+    u = os.uname()
+    info = {"hostname": u.nodename, "kernel": f"{u.sysname} {u.release}", "cores": os.cpu_count()}
+    try:
+        mem = Path("/proc/meminfo").read_text().split("\n", 1)[0].split()
+        info["memory_gib"] = round(int(mem[1]) / 1024 / 1024, 1)
+        info["loadavg"] = Path("/proc/loadavg").read_text().split()[0]
+    except (OSError, IndexError, ValueError):
+        pass
+    return info
+
+
+def run_sample(entry, common, threads, results, a, tables, tgt, before=None):
+    """One k6 run of one workload (one sample); fills entry, ReportError when it fails."""
+    w = entry["workload"]
+    if a.reset:
+        t0 = time.time()
+        if k6([*common, "-e", "command=cleanup", "k6/prepare.js"], results) != 0:
+            raise ReportError(f"reset before {w}: prepare.js cleanup failed")
+        if k6([*common, "-e", f"threads={a.prepare_threads}", "k6/prepare.js"], results) != 0:
+            raise ReportError(f"reset before {w}: prepare.js prepare failed")
+        entry["reset_seconds"] = round(time.time() - t0, 1)
+    if a.analyze:
+        t0 = time.time()
+        analyze(tgt(), tables)
+        entry["analyze_seconds"] = round(time.time() - t0, 1)
+    if before:
+        before()
+    entry["host"] = host_info()
+    entry["started"] = now_ms()
+    rc = k6(["-e", f"workload={w}", "-e", f"threads={threads}", "-e", f"testid={entry['testid']}",
+             *common, "k6/oltp.js"], results)
+    entry["finished"] = now_ms()
+    if rc != 0:
+        raise ReportError(f"the {w} run (testid {entry['testid']}) failed: k6 exited {rc}")
+    if not (results / f"{entry['testid']}.json").is_file():
+        raise ReportError(f"the {w} run (testid {entry['testid']}) wrote no manifest "
+                          f"{results / (entry['testid'] + '.json')}")
+
+
+def sample_testid(base, w, repeat, repeats):
+    return f"{base}-{w}" + (f"-r{repeat}" if repeats > 1 else "")
+
+
+def save_json(path, data):
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    tmp.rename(path)
+
+
+def report_cmd(a, results, runs):
+    cmd = [sys.executable, str(ROOT / "scripts/report"), "--results", str(results)]
+    for flag, v in (("--out", a.out), ("--prometheus", a.prometheus), ("--grafana", a.grafana)):
+        if v:
+            cmd += [flag, v]
+    return cmd + runs
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
         a, workloads, extra, base = parse_args(argv)
+        if a.plan:
+            from .plan import run_plan
+            return run_plan(a, argv)
     except ReportError as e:
         print(f"error: {e}", file=sys.stderr)
         return e.code
@@ -205,7 +278,7 @@ def main(argv=None):
     manifest = {
         "sweep": sweep_id, "status": "running", "created": now_ms(), "finished": None,
         "command": scrub_argv(["scripts/sweep", *argv]),
-        "workloads": workloads, "threads": [int(t) for t in a.threads.split(",")],
+        "workloads": workloads, "threads": [int(t) for t in a.threads.split(",")], "repeats": a.repeats,
         "options": {k: ("***" if k == "mysql_password" else v) for k, v in opts.items()},
         "stack": stack_commit(),
         "analyze": a.analyze, "reset": a.reset, "prepare_threads": a.prepare_threads if a.reset else None,
@@ -213,39 +286,24 @@ def main(argv=None):
     }
 
     def save():
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(manifest, indent=2) + "\n")
-        tmp.rename(path)
+        save_json(path, manifest)
 
     save()
-    print(f"sweep={sweep_id} workloads={','.join(workloads)} threads={a.threads}", flush=True)
-    t = None
+    print(f"sweep={sweep_id} workloads={','.join(workloads)} threads={a.threads} repeats={a.repeats}", flush=True)
+    cache = {}
+
+    def tgt():
+        if "t" not in cache:
+            cache["t"] = target(extra, a.mysql_db)
+        return cache["t"]
     try:
-        for w in workloads:
-            entry = {"workload": w, "testid": f"{base}-{w}"}
-            if a.reset:
-                t0 = time.time()
-                if k6([*common, "-e", "command=cleanup", "k6/prepare.js"], results) != 0:
-                    raise ReportError(f"reset before {w}: prepare.js cleanup failed")
-                if k6([*common, "-e", f"threads={a.prepare_threads}", "k6/prepare.js"], results) != 0:
-                    raise ReportError(f"reset before {w}: prepare.js prepare failed")
-                entry["reset_seconds"] = round(time.time() - t0, 1)
-            if a.analyze:
-                t = t or target(extra, a.mysql_db)
-                t0 = time.time()
-                analyze(t, tables)
-                entry["analyze_seconds"] = round(time.time() - t0, 1)
-            entry["started"] = now_ms()
-            rc = k6(["-e", f"workload={w}", "-e", f"threads={a.threads}", "-e", f"testid={entry['testid']}",
-                     *common, "k6/oltp.js"], results)
-            entry["finished"] = now_ms()
-            if rc != 0:
-                raise ReportError(f"the {w} run (testid {entry['testid']}) failed: k6 exited {rc}")
-            if not (results / f"{entry['testid']}.json").is_file():
-                raise ReportError(f"the {w} run (testid {entry['testid']}) wrote no manifest "
-                                  f"{results / (entry['testid'] + '.json')}")
-            manifest["runs"].append(entry)
-            save()
+        # repeats round-robin over the workloads, so a drift hits every workload alike
+        for rep in range(1, a.repeats + 1):
+            for w in workloads:
+                entry = {"workload": w, "testid": sample_testid(base, w, rep, a.repeats), "repeat": rep}
+                run_sample(entry, common, a.threads, results, a, tables, tgt)
+                manifest["runs"].append(entry)
+                save()
     except (ReportError, KeyboardInterrupt) as e:
         manifest["status"] = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
         manifest["finished"] = now_ms()
@@ -260,12 +318,7 @@ def main(argv=None):
     print(f"sweep {sweep_id} done: {', '.join(r['testid'] for r in manifest['runs'])} (manifest {path})", flush=True)
     if a.no_report:
         return 0
-    cmd = [sys.executable, str(ROOT / "scripts/report"), "--results", str(results)]
-    for flag, v in (("--out", a.out), ("--prometheus", a.prometheus), ("--grafana", a.grafana)):
-        if v:
-            cmd += [flag, v]
-    cmd += [a.baseline, sweep_id] if a.baseline else [sweep_id]
-    return subprocess.run(cmd).returncode
+    return subprocess.run(report_cmd(a, results, [a.baseline, sweep_id] if a.baseline else [sweep_id])).returncode
 
 
 if __name__ == "__main__":  # scripts/sweep runs it with python -m

@@ -1,0 +1,328 @@
+"""scripts/sweep --plan FILE: two or more arms (targets, settings, options) run interleaved.
+
+A plan (JSON):
+
+    {"workloads": ["oltp_point_select"], "threads": [1, 2], "repeats": 5, "seed": 1,
+     "options": {"time": 3, "warmup_time": 1, "tables": 1, "table_size": 2000, "mysql_db": "sbtest"},
+     "reset": false, "analyze": false,
+     "admin": {"user": "root", "password_file": ".stack/secrets/tidb-root"},
+     "arms": [{"name": "base"},
+              {"name": "no-plan-cache", "set_global": {"tidb_enable_prepared_plan_cache": "OFF"}}]}
+
+Every arm is a sweep of its own, results/sweep-<id>-<arm>.json (so `scripts/report
+sweep-<id>-<a> sweep-<id>-<b>` compares any two); results/plan-<id>.json records the plan, the
+order the samples ran in and its status. Each round runs every workload once per arm, the
+arms' order shuffled per round (deterministic from `seed`), so drift, caches and noisy
+neighbours hit every arm alike. `set_global` variables are set (SET GLOBAL, as the `admin`
+login) before each of the arm's samples; an arm that does not name a variable another arm sets
+runs with the value it had when the plan started, and every such variable is restored at the
+end. Run again with the same --id, an interrupted plan resumes: finished samples are kept.
+"""
+import hashlib
+import json
+import os
+import random
+import re
+import sys
+import time
+from pathlib import Path
+
+from . import ROOT, ReportError, contract
+from .commands import DEFAULTS
+
+KEYS = {"workloads", "threads", "repeats", "seed", "options", "reset", "analyze", "prepare_threads", "arms",
+        "admin", "description"}
+ARM_KEYS = {"name", "options", "set_global", "description"}
+ADMIN_KEYS = {"user", "password_file", "host", "port"}
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.]{0,15}$")
+# set by the plan itself, not as an option
+OWN = {"workload", "threads", "testid", "results_dir", "command"}
+VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _err(msg):
+    return ReportError(msg, code=2)
+
+
+def load(path):
+    """The plan at `path`, checked: ReportError (exit 2) naming the bad key or value."""
+    p = Path(path)
+    if not p.is_file():
+        raise _err(f"plan file {path} does not exist")
+    try:
+        plan = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise _err(f"plan {path} is not valid JSON: {e}")
+    if not isinstance(plan, dict):
+        raise _err(f"plan {path}: a JSON object is expected")
+    for k in plan:
+        if k not in KEYS:
+            raise _err(f"plan {path}: unknown key '{k}' (valid: {', '.join(sorted(KEYS))})")
+    workloads = plan.get("workloads")
+    valid = contract.workloads()
+    if not workloads or not isinstance(workloads, list):
+        raise _err(f"plan {path}: 'workloads' must list at least one workload (valid: {', '.join(valid)})")
+    for w in workloads:
+        if w not in valid:
+            raise _err(f"plan {path}: unknown workload '{w}' (valid: {', '.join(valid)})")
+    if len(set(workloads)) != len(workloads):
+        raise _err(f"plan {path}: 'workloads' lists a workload twice")
+    threads = plan.get("threads")
+    if not threads or not isinstance(threads, list) or not all(isinstance(t, int) and t >= 1 for t in threads):
+        raise _err(f"plan {path}: 'threads' must be a list of thread counts >= 1, e.g. [2, 4] (got {threads!r})")
+    repeats = plan.get("repeats", 1)
+    if not isinstance(repeats, int) or repeats < 1:
+        raise _err(f"plan {path}: invalid repeats {repeats!r}: must be >= 1")
+    check_options(path, "options", plan.get("options", {}))
+    arms = plan.get("arms")
+    if not isinstance(arms, list) or len(arms) < 2:
+        raise _err(f"plan {path}: 'arms' must list two or more arms")
+    names = []
+    for i, arm in enumerate(arms):
+        if not isinstance(arm, dict):
+            raise _err(f"plan {path}: arm {i + 1} must be an object")
+        for k in arm:
+            if k not in ARM_KEYS:
+                raise _err(f"plan {path}: arm {i + 1}: unknown key '{k}' (valid: {', '.join(sorted(ARM_KEYS))})")
+        name = arm.get("name")
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            raise _err(f"plan {path}: arm {i + 1}: invalid name {name!r} (letters, digits, '_' and '.', "
+                       "at most 16)")
+        if name in names:
+            raise _err(f"plan {path}: two arms are named '{name}'")
+        names.append(name)
+        check_options(path, f"arm '{name}' options", arm.get("options", {}))
+        sg = arm.get("set_global", {})
+        if not isinstance(sg, dict) or not all(VAR_RE.match(str(k)) for k in sg):
+            raise _err(f"plan {path}: arm '{name}': set_global must map variable names to values")
+        for v in sg.values():
+            if not isinstance(v, (str, int, float)) or (isinstance(v, str) and not re.match(r"^[A-Za-z0-9_.\-]*$", v)):
+                raise _err(f"plan {path}: arm '{name}': set_global value {v!r} must be a number or a word")
+    if any(arm.get("set_global") for arm in arms):
+        adm = plan.get("admin")
+        if not isinstance(adm, dict) or not adm.get("user"):
+            raise _err(f"plan {path}: set_global needs 'admin': {{\"user\": ..., \"password_file\": ...}} "
+                       "(a login allowed to SET GLOBAL)")
+        for k in adm:
+            if k not in ADMIN_KEYS:
+                raise _err(f"plan {path}: admin: unknown key '{k}' (valid: {', '.join(sorted(ADMIN_KEYS))})")
+    return plan
+
+
+def check_options(path, where, opts):
+    if not isinstance(opts, dict):
+        raise _err(f"plan {path}: {where} must be an object of k6 options")
+    for k in opts:
+        if k in OWN:
+            raise _err(f"plan {path}: {where}: option '{k}' is set by the plan itself")
+        if k not in DEFAULTS:
+            raise _err(f"plan {path}: {where}: unknown option '{k}' (valid: {', '.join(DEFAULTS)})")
+
+
+def arm_options(plan, arm):
+    o = dict(plan.get("options", {}))
+    o.update(arm.get("options", {}))
+    return o
+
+
+def round_order(names, seed, rnd_no):
+    """The arms' order in one round: a shuffle seeded by (seed, round)."""
+    order = list(names)
+    random.Random(f"{seed}/{rnd_no}").shuffle(order)
+    return order
+
+
+def digest(plan):
+    return hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def connect(t, user=None, password=None):
+    import pymysql
+    return pymysql.connect(host=t["mysql_host"], port=int(t["mysql_port"]), user=user or t["mysql_user"],
+                           password=t["mysql_password"] if password is None else password,
+                           database=None if user else t["mysql_db"], autocommit=True, connect_timeout=10)
+
+
+def admin_password(adm):
+    pf = adm.get("password_file")
+    if not pf:
+        return ""
+    f = Path(pf) if os.path.isabs(pf) else ROOT / pf
+    try:
+        return f.read_text().strip()
+    except OSError as e:
+        raise _err(f"plan admin: cannot read password_file {pf}: {e.strerror}")
+
+
+def run_plan(a, argv):
+    from . import sweep as sw
+    plan = load(a.plan)
+    if a.repeats != 1:
+        plan["repeats"] = a.repeats
+    results = Path(a.results).resolve()
+    results.mkdir(parents=True, exist_ok=True)
+    base = a.id or time.strftime("%Y%m%d-%H%M%S")
+    base = base[len("plan-"):] if base.startswith("plan-") else base
+    names = [arm["name"] for arm in plan["arms"]]
+    repeats = plan.get("repeats", 1)
+    for w in plan["workloads"]:
+        for n in names:
+            tid = sw.sample_testid(f"{base}-{n}", w, repeats, repeats)
+            if not contract.testid_re().match(tid):
+                raise _err(f"invalid --id {a.id}: testid '{tid}' must be letters, digits, . _ - "
+                           f"(at most {contract.testid_max()})")
+    ppath = results / f"plan-{base}.json"
+    state = None
+    if ppath.exists():
+        state = json.loads(ppath.read_text())
+        if state.get("digest") != digest(plan):
+            raise _err(f"plan '{base}' exists ({ppath}) with another plan; choose another --id")
+        if state.get("status") == "complete":
+            raise _err(f"plan '{base}' is complete ({ppath}); choose another --id")
+    # every arm reachable, with options k6 accepts, before anything runs
+    targets, admins = {}, {}
+    sg_vars = sorted({k for arm in plan["arms"] for k in arm.get("set_global", {})})
+    for arm in plan["arms"]:
+        opts = arm_options(plan, arm)
+        common = [x for k, v in opts.items() for x in ("-e", f"{k}={v}")]
+        bad = sw.k6_check(common, plan["workloads"], ",".join(map(str, plan["threads"])))
+        if bad:
+            raise _err(f"arm '{arm['name']}': {bad} (nothing was run)")
+        t = sw.target({k: str(v) for k, v in opts.items()}, None)
+        targets[arm["name"]] = t
+        try:
+            connect(t).close()
+        except Exception as e:  # pymysql's errors, refused ports, unknown hosts
+            raise _err(f"arm '{arm['name']}' cannot be reached: {t['mysql_host']}:{t['mysql_port']} as user "
+                       f"'{t['mysql_user']}' (database '{t['mysql_db']}'): {getattr(e, 'args', [e])[-1]} "
+                       "(nothing was run)")
+        if sg_vars:
+            adm = plan["admin"]
+            key = (t["mysql_host"], t["mysql_port"])
+            if key not in admins:
+                at = dict(t, mysql_host=adm.get("host", t["mysql_host"]), mysql_port=adm.get("port", t["mysql_port"]))
+                try:
+                    c = connect(at, user=adm["user"], password=admin_password(adm))
+                except ReportError:
+                    raise
+                except Exception as e:
+                    raise _err(f"arm '{arm['name']}': the admin login '{adm['user']}' cannot connect to "
+                               f"{at['mysql_host']}:{at['mysql_port']}: {getattr(e, 'args', [e])[-1]} "
+                               "(nothing was run)")
+                with c.cursor() as cur:
+                    orig = {}
+                    for v in sg_vars:
+                        try:
+                            cur.execute(f"SELECT @@GLOBAL.{v}")
+                            orig[v] = str(cur.fetchone()[0])
+                        except Exception as e:
+                            raise _err(f"arm '{arm['name']}': unknown variable '{v}' in set_global: "
+                                       f"{getattr(e, 'args', [e])[-1]} (nothing was run)")
+                admins[key] = (c, orig)
+    if state is None:
+        state = {"plan": f"plan-{base}", "digest": digest(plan), "file": str(a.plan), "spec": plan,
+                 "created": sw.now_ms(), "status": "running",
+                 "arms": {n: f"sweep-{base}-{n}" for n in names}, "order": [], "original_globals": {}}
+        for (h, p), (_, orig) in admins.items():
+            state["original_globals"][f"{h}:{p}"] = orig
+    state["status"] = "running"
+    sw.save_json(ppath, state)
+    arms = {arm["name"]: arm for arm in plan["arms"]}
+    sweeps = {}
+    for n in names:
+        sp = results / f"sweep-{base}-{n}.json"
+        if sp.exists():
+            sweeps[n] = json.loads(sp.read_text())
+        else:
+            opts = arm_options(plan, arms[n])
+            sweeps[n] = {
+                "sweep": f"sweep-{base}-{n}", "plan": f"plan-{base}", "arm": n, "status": "running",
+                "created": sw.now_ms(), "finished": None,
+                "command": sw.scrub_argv(["scripts/sweep", *argv]),
+                "workloads": plan["workloads"], "threads": plan["threads"], "repeats": repeats,
+                "options": {k: ("***" if k == "mysql_password" else v) for k, v in opts.items()},
+                "set_global": arms[n].get("set_global", {}),
+                "stack": sw.stack_commit(), "analyze": bool(plan.get("analyze")), "reset": bool(plan.get("reset")),
+                "prepare_threads": plan.get("prepare_threads", 4) if plan.get("reset") else None, "runs": []}
+        sw.save_json(results / f"sweep-{base}-{n}.json", sweeps[n])
+    done = {r["testid"] for s in sweeps.values() for r in s["runs"]}
+
+    class Flags:  # what run_sample reads of the command line
+        reset = bool(plan.get("reset"))
+        analyze = bool(plan.get("analyze"))
+        prepare_threads = plan.get("prepare_threads", 4)
+
+    def apply(n):
+        t = targets[n]
+        if not sg_vars:
+            return
+        c, orig = admins[(t["mysql_host"], t["mysql_port"])]
+        want = dict(orig)
+        want.update({k: str(v) for k, v in arms[n].get("set_global", {}).items()})
+        with c.cursor() as cur:
+            for v in sg_vars:
+                cur.execute(f"SET GLOBAL {v} = %s", (want[v],))
+                cur.execute(f"SELECT @@GLOBAL.{v}")
+                got = str(cur.fetchone()[0])
+                if got.lower() != want[v].lower():
+                    raise ReportError(f"arm '{n}': SET GLOBAL {v} = {want[v]} left it at {got}")
+        print(f"plan: arm {n}: " + ", ".join(f"{v}={want[v]}" for v in sg_vars), flush=True)
+
+    skipped = 0
+    t0 = time.time()
+    try:
+        for rnd in range(1, repeats + 1):
+            order = round_order(names, plan.get("seed", 1), rnd)
+            for w in plan["workloads"]:
+                for n in order:
+                    tid = sw.sample_testid(f"{base}-{n}", w, rnd, repeats)
+                    if tid in done:
+                        skipped += 1
+                        continue
+                    opts = arm_options(plan, arms[n])
+                    common = [x for k, v in opts.items() for x in ("-e", f"{k}={v}")]
+                    tables = int(opts.get("tables") or DEFAULTS["tables"])
+                    entry = {"workload": w, "testid": tid, "repeat": rnd, "arm": n}
+                    sw.run_sample(entry, common, ",".join(map(str, plan["threads"])), results, Flags, tables,
+                                  lambda n=n: targets[n], before=lambda n=n: apply(n))
+                    sweeps[n]["runs"].append(entry)
+                    sw.save_json(results / f"sweep-{base}-{n}.json", sweeps[n])
+                    state["order"].append(tid)
+                    sw.save_json(ppath, state)
+    except (ReportError, KeyboardInterrupt) as e:
+        state["status"] = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
+        state["error"] = str(e) or "interrupted"
+        sw.save_json(ppath, state)
+        for n in names:
+            sweeps[n]["status"] = state["status"]
+            sw.save_json(results / f"sweep-{base}-{n}.json", sweeps[n])
+        print(f"error: plan plan-{base} {state['status']}: {state['error']} (run it again with --id {base} "
+              "to resume; finished samples are kept)", file=sys.stderr)
+        return 130 if isinstance(e, KeyboardInterrupt) else getattr(e, "code", 1) or 1
+    finally:
+        restore(admins)
+    for n in names:
+        sweeps[n]["status"] = "complete"
+        sweeps[n]["finished"] = sw.now_ms()
+        sw.save_json(results / f"sweep-{base}-{n}.json", sweeps[n])
+    state["status"] = "complete"
+    state["finished"] = sw.now_ms()
+    state["seconds"] = round(time.time() - t0, 1)
+    sw.save_json(ppath, state)
+    print(f"plan plan-{base} done in {state['seconds']:.0f} s ({skipped} sample(s) kept from before): "
+          f"arms {', '.join(state['arms'].values())} (manifest {ppath})", flush=True)
+    if a.no_report:
+        return 0
+    import subprocess
+    return subprocess.run(sw.report_cmd(a, results, [state["arms"][names[0]], state["arms"][names[1]]])).returncode
+
+
+def restore(admins):
+    for (h, p), (c, orig) in admins.items():
+        try:
+            with c.cursor() as cur:
+                for v, val in orig.items():
+                    cur.execute(f"SET GLOBAL {v} = %s", (val,))
+            c.close()
+        except Exception as e:
+            print(f"warning: could not restore the global variables of {h}:{p} ({orig}): {e}", file=sys.stderr)
