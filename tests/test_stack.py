@@ -40,7 +40,7 @@ def test_stack_up_is_idempotent_and_reports_ports(stack):
 
 @pytest.mark.parametrize("target", ["tidb", "mariadb"])
 def test_point_select_end_to_end(stack, target):
-    """prepare, a 10 s oltp_point_select run; Prometheus holds this run's series, its query
+    """prepare, a 5 s oltp_point_select run; Prometheus holds this run's series, its query
     count matches k6's own within 2%, and the server's own counters for the run's database moved
     as much."""
     db = fresh_db(target, f"sbtest_e2e_{target}_{int(time.time())}")
@@ -51,11 +51,11 @@ def test_point_select_end_to_end(stack, target):
     assert sql(target, "SELECT COUNT(*) FROM sbtest2", db)[0][0] == 2000
 
     if target == "tidb":
-        run = k6("run", *common, "-e", "threads=4", "-e", "time=10", "oltp.js")
+        run = k6("run", *common, "-e", "threads=4", "-e", "time=5", "oltp.js")
     else:
         with userstat():  # MariaDB's per-table counters, for this run's own tables
             before = sum(rows_read(db, f"sbtest{t}") for t in (1, 2))
-            run = k6("run", *common, "-e", "threads=4", "-e", "time=10", "oltp.js")
+            run = k6("run", *common, "-e", "threads=4", "-e", "time=5", "oltp.js")
             after = sum(rows_read(db, f"sbtest{t}") for t in (1, 2))
     testid = run_testid(run.stdout + run.stderr)
     s = summary(testid)
