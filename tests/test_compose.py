@@ -872,7 +872,9 @@ def run_alloy_check(config, m, tmp_path):
     samples = tmp_path / "targets.json"
     samples.write_text(json.dumps(alloy_samples(m)))
     env = dict(os.environ, **alloy["environment"])
-    return subprocess.run([tool("alloy-check"), "-targets", str(samples), str(config)],
+    # a k6 run's log file as k6/docker-entrypoint.sh names it, and a file that is not a run's
+    files = "/var/log/tbs-k6/runs/20261125-101010-ab12.log,/var/log/tbs-k6/other.txt"
+    return subprocess.run([tool("alloy-check"), "-targets", str(samples), "-files", files, str(config)],
                           env=env, capture_output=True, text=True, timeout=60)
 
 
@@ -895,7 +897,17 @@ def test_alloy_config_ships_cluster_and_k6_logs_with_a_service_label(tmp_path):
     for url in (e["url"] for e in out["loki.write.loki"]["endpoint"]):
         assert url.endswith("/loki/api/v1/push")
         assert_reaches(m, url, "loki.write")
-    streams = out["streams"]
+    # k6 runs' own lines: the file the entrypoint writes per testid, shipped with the testid
+    assert any(v["source"] == "k6-logs" and v["target"] == "/var/log/tbs-k6" and v.get("read_only")
+               for v in alloy["volumes"])
+    k6 = m["services"]["k6"]
+    logs = k6["environment"]["TBS_RUN_LOGS"]
+    assert any(v["source"] == "k6-logs" and logs.startswith(v["target"] + "/") for v in k6["volumes"])
+    files = [s for s in out["streams"] if "filename" in s]
+    assert files == [{"filename": "/var/log/tbs-k6/runs/20261125-101010-ab12.log", "service": "k6-run",
+                      "mode": "compose", "testid": "20261125-101010-ab12"}], files
+    assert logs == "/var/log/tbs-k6/runs"
+    streams = [s for s in out["streams"] if "filename" not in s]
     by_instance = {}
     for s in streams:
         assert s["mode"] == "compose" and s["stream"] == "stdout", s

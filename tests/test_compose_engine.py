@@ -165,6 +165,10 @@ def test_k6_prepare_and_a_two_step_run_land_in_compose_prometheus(ran):
     assert sorted(int(s["metric"]["threads"]) for s in steps) == [2, 4], steps
     queries = prom_query(prom, f'sum(max_over_time(k6_oltp_queries_total{{testid="{TESTID}"}}[10m]))')
     assert queries and float(queries[0]["value"][1]) > 0, queries
+    # the run's own lines, kept per testid by the image's entrypoint for Alloy (which cannot run
+    # here) to ship with the label testid
+    log = c.run("run", "--rm", "--no-deps", "--entrypoint", "cat", "k6", f"/var/log/tbs-k6/runs/{TESTID}.log").stdout
+    assert f"testid={TESTID}" in log and log.count("\n") > 5, log[-2000:]
     summary = json.loads((c.dir / "results" / f"{TESTID}.json").read_text())
     assert summary["options"]["mysql_user"] == "sbtest" and "mysql_password" not in summary["options"]
 

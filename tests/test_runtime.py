@@ -121,7 +121,8 @@ def test_log_labels_are_the_same_in_both_modes():
     labels = set(DEFN["logs"]["labels"])
     # local: promtail's static labels, one stream per service
     pt = yaml.safe_load((ROOT / "loki/promtail-local.yaml").read_text())
-    entries = [sc for job in pt["scrape_configs"] for sc in job["static_configs"]]
+    runs = DEFN["logs"]["runs"]
+    entries = [sc for job in pt["scrape_configs"] if job["job_name"] != runs["service"] for sc in job["static_configs"]]
     assert [e["labels"]["service"] for e in entries] == list(DEFN["logs"]["local"])
     for e in entries:
         assert set(e["labels"]) - {"__path__"} == labels and e["labels"]["mode"] == "local"
@@ -132,6 +133,15 @@ def test_log_labels_are_the_same_in_both_modes():
     assert alloy.count(f'regex         = "({services})[0-9]*"') == 2
     # the services both modes run log under the same service name
     assert {"tidb", "k6"} <= set(DEFN["logs"]["local"]) & set(DEFN["logs"]["compose"])
+    # a k6 run's own lines: one file per testid, the same service and label in both modes
+    [job] = [j for j in pt["scrape_configs"] if j["job_name"] == runs["service"]]
+    [sc] = job["static_configs"]
+    assert sc["labels"] == {"service": runs["service"], "mode": "local",
+                            "__path__": "${STACK_LOGS}/" + runs["local"] + "/*.log"}
+    assert {"labels": {runs["label"]: ""}} in job["pipeline_stages"]
+    assert f'path_targets = [{{"__path__" = "{runs["compose"]}/*.log", "service" = "{runs["service"]}", ' \
+           '"mode" = "compose"}]' in alloy
+    assert model("k6")["services"]["k6"]["environment"]["TBS_RUN_LOGS"] == runs["compose"]
 
 
 def test_local_logs_arrive_with_the_definitions_labels(stack):
@@ -144,7 +154,30 @@ def test_local_logs_arrive_with_the_definitions_labels(stack):
         series = json.load(r)["data"]
     seen = {s["service"] for s in series}
     # TiDB logs all the time; every stream is a service the definition lists
-    assert "tidb" in seen and seen <= set(DEFN["logs"]["local"]), seen
+    assert "tidb" in seen and seen <= set(DEFN["logs"]["local"]) | {DEFN["logs"]["runs"]["service"]}, seen
+
+
+def test_a_runs_k6_lines_arrive_with_its_testid(stack):
+    """scripts/k6 writes a run's lines to logs/k6-runs/<testid>.log too; promtail ships them as
+    service k6-run with the label testid, which the Logs dashboard's run panel selects on."""
+    import time
+    from conftest import fresh_db, k6
+    testid = "logs-" + time.strftime("%H%M%S") + "-" + str(time.time_ns() % 100000)
+    small = ["-e", "tables=1", "-e", "table_size=100", "-e", "mysql_db=" + fresh_db("tidb", "sbtest_logs")]
+    k6("run", *small, "prepare.js")
+    k6("run", *small, "-e", "threads=1", "-e", "time=1", "-e", f"testid={testid}", "oltp.js")
+    runs = DEFN["logs"]["runs"]
+    q = urllib.parse.urlencode({"query": f'{{service="{runs["service"]}", {runs["label"]}="{testid}"}}',
+                                "start": str(int((time.time() - 600) * 1e9)), "limit": "1000"})
+    lines = []
+    for _ in range(30):  # promtail's sync and push
+        with urllib.request.urlopen(f"{LOKI}/loki/api/v1/query_range?{q}", timeout=10) as r:
+            lines = [v[1] for st in json.load(r)["data"]["result"] for v in st["values"]]
+        if any(f"testid={testid}" in line for line in lines):
+            break
+        time.sleep(1)
+    assert any(f"testid={testid}" in line for line in lines), lines[:5]
+    assert (STATE / "logs" / runs["local"] / f"{testid}.log").is_file()
 
 
 def test_grafana_gets_the_same_settings_in_both_modes():

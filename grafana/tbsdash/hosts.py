@@ -89,6 +89,10 @@ def logs():
                                "{{service}}", ds=LOKI)],
               ds=LOKI, w=12, h=7, custom={"drawStyle": "bars", "fillOpacity": 60,
                                           "stacking": {"mode": "normal", "group": "A"}}),
+        panel("logs", "k6 lines of the chosen runs",
+              "What k6 printed in the runs chosen above (service k6-run, label testid: one file per run, "
+              "written by scripts/k6 locally and by the k6 image's entrypoint in compose), filtered by the search text.",
+              "none", [target('{service="k6-run", testid=~"$testid"} |~ "$search"', ds=LOKI)], ds=LOKI, w=24, h=10),
         panel("logs", "Logs",
               "Log lines of the chosen services in the time range, newest first, filtered by the search text.",
               "none", [target(f'{{{lg}}} |~ "$search"', ds=LOKI)], ds=LOKI, w=24, h=20),

@@ -18,9 +18,11 @@
 //     dropped). It prints each component's arguments (Alloy's names) and the label sets of the
 //     resulting Loki streams as JSON. This simulation is most of this file; it stays because
 //     tests/test_compose.py reads the streams to prove which containers' logs reach Loki and
-//     with which labels, which no schema can say.
+//     with which labels, which no schema can say. Files likewise: local.file_match expands
+//     its __path__ globs over sample paths (-files), loki.source.file ships each target's
+//     labels plus filename.
 //
-// Usage: alloy-check [-targets targets.json] config.alloy   (environment: as for Alloy)
+// Usage: alloy-check [-targets targets.json] [-files a.log,b.log] config.alloy   (environment: as for Alloy)
 package main
 
 import (
@@ -29,6 +31,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path"
 	"reflect"
 	"regexp"
 	"sort"
@@ -203,7 +206,7 @@ func scope(done []*component) *vm.Scope {
 }
 
 // evaluate decodes c's body with Alloy's evaluator and computes its exports.
-func evaluate(c *component, done []*component, samples []Target) error {
+func evaluate(c *component, done []*component, samples []Target, files []string) error {
 	t, _ := structType(c.spec)
 	args := reflect.New(t)
 	if err := vm.New(c.body).Evaluate(scope(done), args.Interface()); err != nil {
@@ -238,6 +241,28 @@ func evaluate(c *component, done []*component, samples []Target) error {
 			}
 		}
 		c.exports = map[string]any{"output": out, "rules": rules}
+	case "local.file_match":
+		// the sample files stand for what is on disk; each match is a target with its path
+		out := []Target{}
+		for _, t := range m["path_targets"].([]Target) {
+			glob := t["__path__"]
+			if glob == "" {
+				return fmt.Errorf("path_targets: a target has no __path__: %v", t)
+			}
+			for _, f := range files {
+				if ok, err := path.Match(glob, f); err != nil {
+					return fmt.Errorf("path_targets: __path__ %q: %w", glob, err)
+				} else if ok {
+					r := Target{}
+					for k, v := range t {
+						r[k] = v
+					}
+					r["__path__"] = f
+					out = append(out, r)
+				}
+			}
+		}
+		c.exports = map[string]any{"targets": out}
 	case "loki.write":
 		c.exports = map[string]any{"receiver": LogsReceiver{Component: c.id()}}
 	default:
@@ -299,6 +324,28 @@ func relabel(lbls Target, rules RelabelRules) (out Target, keep bool, err error)
 	return out, true, nil
 }
 
+// fileStreams is what loki.source.file makes of its targets: one stream per file, with the
+// target's labels ("__" ones dropped) and filename.
+func fileStreams(c *component) ([]Target, error) {
+	if len(asList(c.args["forward_to"])) == 0 {
+		return nil, fmt.Errorf("forward_to is empty")
+	}
+	var out []Target
+	for _, t := range c.args["targets"].([]Target) {
+		if t["__path__"] == "" {
+			return nil, fmt.Errorf("a target has no __path__, it would be skipped: %v", t)
+		}
+		final := Target{"filename": t["__path__"]}
+		for k, v := range t {
+			if !strings.HasPrefix(k, "__") {
+				final[k] = v
+			}
+		}
+		out = append(out, final)
+	}
+	return out, nil
+}
+
 // streams is what loki.source.docker makes of its targets: the label sets of the Loki streams.
 func streams(c *component) ([]Target, error) {
 	if len(asList(c.args["forward_to"])) == 0 {
@@ -350,9 +397,10 @@ func streams(c *component) ([]Target, error) {
 
 func main() {
 	targetsFile := flag.String("targets", "", "JSON list of sample discovered targets (label sets) to run the pipeline on")
+	filesFlag := flag.String("files", "", "comma-separated sample file paths for local.file_match to find")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fail("usage: alloy-check [-targets file.json] config.alloy")
+		fail("usage: alloy-check [-targets file.json] [-files a.log,b.log] config.alloy")
 	}
 	var schema struct {
 		Components map[string]block `json:"components"`
@@ -377,6 +425,11 @@ func main() {
 		if err := json.Unmarshal(b, &samples); err != nil {
 			fail("%s: %v", *targetsFile, err)
 		}
+	}
+
+	var files []string
+	if *filesFlag != "" {
+		files = strings.Split(*filesFlag, ",")
 	}
 
 	// the components, by name and label
@@ -411,7 +464,7 @@ func main() {
 		var next []*component
 		errs := map[*component]error{}
 		for _, c := range pending {
-			if err := evaluate(c, done, samples); err != nil {
+			if err := evaluate(c, done, samples, files); err != nil {
 				errs[c] = err
 				next = append(next, c)
 			} else {
@@ -432,13 +485,18 @@ func main() {
 	summary := map[string]any{}
 	for _, c := range comps {
 		summary[c.id()] = c.args
-		if c.name == "loki.source.docker" {
-			s, err := streams(c)
-			if err != nil {
-				fail("%s: %v", c.id(), err)
-			}
-			all = append(all, s...)
+		var s []Target
+		var err error
+		switch c.name {
+		case "loki.source.docker":
+			s, err = streams(c)
+		case "loki.source.file":
+			s, err = fileStreams(c)
 		}
+		if err != nil {
+			fail("%s: %v", c.id(), err)
+		}
+		all = append(all, s...)
 	}
 	sort.Slice(all, func(i, j int) bool { return fmt.Sprint(all[i]) < fmt.Sprint(all[j]) })
 	summary["streams"] = all

@@ -75,6 +75,16 @@ scrape_configs:
     for svc, what in logs["local"].items():
         out += f"      - targets: [localhost]  # {what}\n"
         out += f'        labels: {{service: {svc}, mode: local, __path__: "${{STACK_LOGS}}/{svc}.log"}}\n'
+    runs = logs["runs"]
+    out += f"""  # a k6 run's own lines, one file per testid (scripts/k6), with the {runs['label']} label
+  - job_name: {runs['service']}
+    static_configs:
+      - targets: [localhost]
+        labels: {{service: {runs['service']}, mode: local, __path__: "${{STACK_LOGS}}/{runs['local']}/*.log"}}
+    pipeline_stages:
+      - regex: {{source: filename, expression: '/(?P<{runs['label']}>[^/]+)\\.log$'}}
+      - labels: {{{runs['label']}: ""}}
+"""
     return out
 
 
