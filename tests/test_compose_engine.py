@@ -79,6 +79,22 @@ def project_leftovers():
     return left
 
 
+def remove_leftovers_of_earlier_tests(d):
+    """A test run that was stopped (a session's end, Ctrl-C) may leave its project behind, and the
+    engine restarts it. Only a project this test made (in a pytest folder) is removed."""
+    label = f"label=com.docker.compose.project={PROJECT}"
+    ids = subprocess.run([d, "ps", "-aq", "--filter", label], capture_output=True, text=True, check=True).stdout.split()
+    dirs = set(subprocess.run([d, "inspect", "-f", '{{index .Config.Labels "com.docker.compose.project.working_dir"}}',
+                               *ids], capture_output=True, text=True).stdout.split()) if ids else set()
+    if not ids or not all("/pytest-of-" in x for x in dirs):
+        return  # nothing, or someone's own stack (its volumes too): the caller stops with a clear message
+    subprocess.run([d, "rm", "-f", *ids], capture_output=True, check=True)
+    for kind in ("volume", "network"):
+        left = subprocess.run([d, kind, "ls", "-q", "--filter", label], capture_output=True, text=True).stdout.split()
+        if left:
+            subprocess.run([d, kind, "rm", *left], capture_output=True)
+
+
 def wait_ready(c, timeout=240):
     """Every service running and healthy (where it has a healthcheck), every one-shot exited 0."""
     deadline = time.monotonic() + timeout
@@ -105,7 +121,9 @@ def stack(tmp_path_factory):
     d = docker_bin()
     assert d and subprocess.run([d, "info"], capture_output=True).returncode == 0, \
         "no Docker engine answers: scripts/test-setup.d/45-compose-engine.sh starts one"
-    assert not project_leftovers(), f"a {PROJECT} compose project already exists on this engine: {project_leftovers()}"
+    remove_leftovers_of_earlier_tests(d)
+    assert not project_leftovers(), \
+        f"a {PROJECT} compose project of yours runs on this engine ({project_leftovers()}): stop it first (docker compose down)"
     work = tmp_path_factory.mktemp("compose-user") / "tidb-bench-stack"
     # a clean copy: the files git tracks (and new ones it does not ignore), nothing built or run
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT,
