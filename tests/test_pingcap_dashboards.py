@@ -238,8 +238,8 @@ def tidb_run(stack, tmp_path_factory):
     k6("run", "-q", *common, "prepare.js", env={"K6_OUT": ""})
     testid = f"pingcap-{int(time.time())}"
     tmp = tmp_path_factory.mktemp("results")
-    k6("run", "-q", *common, "-e", "workload=oltp_read_write", "-e", "threads=4,8", "-e", "time=15",
-       "-e", "warmup_time=3", "-e", f"testid={testid}", "-e", f"results_dir={tmp}", "oltp.js")
+    k6("run", "-q", *common, "-e", "workload=oltp_read_write", "-e", "threads=4,8", "-e", "time=8",
+       "-e", "warmup_time=2", "-e", f"testid={testid}", "-e", f"results_dir={tmp}", "oltp.js")
     m = json.loads((tmp / f"{testid}.json").read_text())
     prom_wait(f'max_over_time(k6_oltp_marker{{testid="{testid}", event="run_end"}}[10m])', bool, timeout=60)
     time.sleep(10)  # the last scrapes of tidb-server after the run
