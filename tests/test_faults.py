@@ -43,8 +43,10 @@ def test_database_fault_mid_step_run_goes_on(sb, target, kind, tmp_path):
     4 s, 2 s into the first of two steps: the run keeps going, reconnects, ends at its planned
     time with exit 0; the results file and the report name the disturbed step and how long no
     event completed; the second step is undisturbed; Prometheus' totals equal k6's; no half
-    event was committed."""
-    row = fs.db_fault(sb, target, kind, seconds=10, at=2, down=4, steps="2,4")
+    event was committed. 20-s steps: the stack's MariaDB (2 GiB buffer pool) takes 1-6 s of crash
+    recovery after kill -9 on a busy machine before it answers again."""
+    seconds = 20
+    row = fs.db_fault(sb, target, kind, seconds=seconds, at=2, down=4, steps="2,4")
     r = row["_run"]
     assert r.returncode == 0, r.output[-3000:]
     steps = r.summary["steps"]
@@ -55,15 +57,16 @@ def test_database_fault_mid_step_run_goes_on(sb, target, kind, tmp_path):
     # ignorable errors may come with a crash: MariaDB's recovery, TiDB's schema reload)
     lost = sb.prom(f'sum(max_over_time(k6_oltp_errors_total{{testid="{r.testid}",code=~"2013|2003|2006|2055"}}[10m]))')
     assert not lost or float(lost[0]["value"][1]) == 0, lost
-    assert 3.5 <= first["max_gap_s"] <= 10, first  # ~4 s without a finished event
+    # ~4 s without a finished event (plus the restart), and events again before the step's end
+    assert 3.5 <= first["max_gap_s"] <= seconds - 2 - 1, first
     gap_start = first["max_gap_start"] / 1000
     assert abs(gap_start - r.events[0][0]) < 1.5, (gap_start, r.events)
     assert second["max_gap_s"] < 2 and second["reconnects"] == 0, second
     assert first["transactions"] > 0 and second["transactions"] > 0
     assert row["qps_after"] and row["qps_after"] > 0
     assert not r.summary.get("interrupted") and not first.get("interrupted")
-    # it ended at its planned time: two steps of 10 s (+ connect and graceful stop each)
-    assert row["wall_s"] <= 2 * (10 + fs.GRACE_S + fs.connect_s(4)) + 4, row
+    # it ended at its planned time: two steps (+ connect and graceful stop each)
+    assert row["wall_s"] <= 2 * (seconds + fs.GRACE_S + fs.connect_s(4)) + 4, row
     assert row["rows_intact"], "a half event (a DELETE without its INSERT) was committed"
     for s in steps:
         assert sb.step_total(r.testid, s) == s["queries"]["total"]

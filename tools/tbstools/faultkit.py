@@ -267,8 +267,8 @@ class Stack:
         """The pid of the stack's running service, or 0."""
         try:
             pid = int((STATE / "run" / f"{name}.pid").read_text().split()[0])
-            os.kill(pid, 0)
-            return pid
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            return 0 if state == "Z" else pid  # a killed server waits as a zombie until init reaps it
         except (OSError, ValueError, IndexError):
             return 0
 
@@ -337,7 +337,9 @@ class Stack:
 
     def queries_at(self, testid, t):
         """k6's cumulative measured query count at epoch second t, as Prometheus had it."""
-        return self.prom_value(f'sum(last_over_time(k6_oltp_queries_total{{testid="{testid}",warmup="false"}}[4s]))', t)
+        # (k6 pushes a series only when it moved: while no event completes there is no sample,
+        # and the last one before is the count)
+        return self.prom_value(f'sum(last_over_time(k6_oltp_queries_total{{testid="{testid}",warmup="false"}}[30s]))', t)
 
     def step_total(self, testid, step, metric="k6_oltp_queries_total"):
         w = step["window"]
@@ -672,6 +674,11 @@ def db_fault(sb, target, kind, tool="k6", seconds=20, at=5, down=5, threads=4, w
             t_fault = r.events[0][0] if r.events else r.started + at
             back = [t for t, n in r.events if n.endswith(" done") and (n.startswith("start") or n.startswith("network"))]
             end = s0.get("window", {}).get("measure_end", 0) / 1000 or r.ended
+            if back and s0.get("max_gap_start"):
+                # QPS after: from when events completed again (k6's own gap end), not from when
+                # `scripts/stack restart` returned (it waits until the server is ready and has
+                # its users, seconds after k6 is back)
+                back = [min(back[0], s0["max_gap_start"] / 1000 + s0["max_gap_s"])]
             row.update({
                 "exit": r.returncode, "testid": r.testid,
                 "wall_s": round(r.ended - r.started, 1), "planned_s": planned,
