@@ -252,6 +252,27 @@ def test_passwords_are_generated_and_never_shown(ran):
             assert secret not in text, f"{who}'s password appears in {where}"
 
 
+def test_our_k6_on_the_host_runs_against_compose(ran):
+    """scripts/compose-k6: our k6 built on the host (bin/k6), the compose TiDB as sbtest with the
+    generated password by file, samples to compose's Prometheus."""
+    c, _ = ran
+    testid = TESTID + "-host"
+    env = dict(clean_env(), K6_BIN=str(ROOT / "bin/k6"))
+    p = subprocess.run([str(c.dir / "scripts/compose-k6"), "run", "k6/oltp.js", *SMALL, "-e", "threads=1",
+                        "-e", "time=2", "-e", f"testid={testid}"], cwd=c.dir, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    prom = c.port("prometheus", 9090)
+    got = []
+    for _ in range(10):
+        got = prom_query(prom, f'sum(max_over_time(k6_oltp_queries_total{{testid="{testid}"}}[10m]))')
+        if got:
+            break
+        time.sleep(2)
+    assert got and float(got[0]["value"][1]) > 0, got
+    assert not list(Path("/tmp").glob("tbs-sbtest.*")), "the password file was left behind"
+
+
 def test_the_users_smoke_check_passes(ran):
     c, _ = ran
     p = subprocess.run([str(c.dir / "scripts/compose-smoke")], cwd=c.dir, env=clean_env(),
