@@ -15,6 +15,7 @@ class Run:
     testid: str
     manifest: dict
     path: Path
+    entry: dict = None  # the sweep manifest's entry for this run (repeat, arm, host), when in a sweep
 
     @property
     def workload(self):
@@ -113,6 +114,8 @@ def resolve(results, run_id):
         if not m["runs"]:
             raise ReportError(f"sweep '{sweep_id}' ({path}) lists no runs", code=2)
         runs = [load_run(results, r["testid"], context=f"sweep '{sweep_id}'") for r in m["runs"]]
+        for r, e in zip(runs, m["runs"]):
+            r.entry = e
         seen = {}
         for r, e in zip(runs, m["runs"]):
             key = (r.workload, e.get("repeat", 1))

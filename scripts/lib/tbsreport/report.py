@@ -9,8 +9,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import ROOT, ReportError, charts, commands, disturb, grafana, sbhist
-from .fmt import (md_table, num, pct, product_name, runset_label, short_version, utc, workload_name)
+from . import ROOT, ReportError, charts, commands, disturb, grafana, sbhist, stats
+from .fmt import (md_table, num, product_name, runset_label, short_version, utc, workload_name)
 from .manifest import common_workloads
 from .prom import DEFAULT_BUCKET_FACTOR, crosscheck, run_figures
 
@@ -80,19 +80,78 @@ class Report:
 
     # -- data: everything from Prometheus before anything is written
     def collect(self):
+        self.samples = {}  # (set, workload) -> [[StepFigures] of each sample (repeat)]
         for i, s in enumerate(self.sets):
-            bw = s.by_workload()
+            sw = s.samples()
             for w in self.workloads:
-                run = bw[w]
-                figs = run_figures(self.prom, run)
-                self.figs[(i, w)] = figs
-                self.warnings.extend(crosscheck(run, figs))
+                self.samples[(i, w)] = []
+                for run in sw[w]:
+                    figs = run_figures(self.prom, run)
+                    self.samples[(i, w)].append(figs)
+                    self.warnings.extend(crosscheck(run, figs))
+                self.figs[(i, w)] = self.samples[(i, w)][0]
+        self.compute_stats()
         self.prom_version = self.prom.version()
         from . import loadgen  # the k6 instances, CPU saturation, instances that did not finish
         self.loadgens, self.loadgen_warnings = loadgen.collect(
             self.prom, [s.by_workload()[w] for s in self.sets for w in self.workloads])
         for w in self.loadgen_warnings:
             print(f"warning: {w}", file=sys.stderr)
+
+    # -- statistics over the samples (tbsreport/stats.py)
+    def values(self, i, w, t, metric):
+        """The samples' values of one cell: metric "qps", "tps", "lat" (the table's percentile) or "avg"."""
+        out = []
+        for figs in self.samples[(i, w)]:
+            for f in figs:
+                if f.threads == t:
+                    v = {"qps": f.qps, "tps": f.tps, "lat": f.lat_ms, "avg": f.avg_ms,
+                         "core": f.qps_per_core}[metric]
+                    if v is not None:
+                        out.append(v)
+        return out
+
+    def threads_of(self, i, w):
+        seen = []
+        for figs in self.samples[(i, w)]:
+            seen.extend(f.threads for f in figs if f.threads not in seen)
+        return seen
+
+    def n_samples(self, i, w):
+        return len(self.samples[(i, w)])
+
+    def compute_stats(self):
+        """Per cell (workload, threads) of a pair: QPS and latency compared (Mann-Whitney U), the
+        p-values Holm-adjusted over all the report's cells of that metric."""
+        self.cmp = {}
+        if not self.pair:
+            return
+        fam = {"qps": [], "lat": [], "core": []}
+        for w in self.workloads:
+            common = [t for t in self.threads_of(0, w) if t in self.threads_of(1, w)]
+            for t in common:
+                for m in fam:
+                    va, vb = self.values(0, w, t, m), self.values(1, w, t, m)
+                    if not va or not vb:
+                        continue
+                    c = stats.compare(va, vb)
+                    self.cmp[(w, t, m)] = c
+                    fam[m].append(c)
+        for cs in fam.values():
+            stats.adjust(cs)
+
+    def chart_intervals(self, w):
+        out = []
+        for i in range(len(self.sets)):
+            d = {}
+            for t in self.threads_of(i, w):
+                q, lat = stats.summarize(self.values(i, w, t, "qps")), stats.summarize(self.values(i, w, t, "lat"))
+                d[t] = (q.median, q.lo, q.hi, lat.median, lat.lo, lat.hi)
+            out.append(d)
+        return out
+
+    def repeated(self):
+        return any(self.n_samples(i, w) > 1 for i in range(len(self.sets)) for w in self.workloads)
 
     # -- helpers
     def cols(self):
@@ -112,6 +171,10 @@ class Report:
         wl_names = [workload_name(w) for w in self.workloads]
         if self.pair:
             L.append(f"# Sysbench Performance Test Report -- {a[1]} vs. {a[0]}")
+            L.append("")
+            from . import differs
+            L.extend(differs.section(self.sets, a))
+            L.pop()
         else:
             L.append(f"# Sysbench Performance Test Report -- {a[0]}")
         L.append("")
@@ -366,27 +429,25 @@ class Report:
                                    "k6 CPU of its cores"], rows, "rrrrrr"))
                 L.append("")
             else:
-                rows, changes = [], []
+                def med(i, t, attr):
+                    vs = [getattr(f, attr) for figs in self.samples[(i, w)] for f in figs
+                          if f.threads == t and getattr(f, attr) is not None]
+                    return c(statistics.median(vs), 1 if attr == "qps_per_core" else 2) if vs else "—"
+                rows = []
                 for t in threads:
-                    b, cnd = sides[0].get(t), sides[1].get(t)
-                    ch = ""
-                    if b and cnd and b.qps_per_core and cnd.qps_per_core:
-                        x = (cnd.qps_per_core - b.qps_per_core) / b.qps_per_core * 100
-                        changes.append(x)
-                        ch = pct(x)
-                    rows.append([str(t),
-                                 c(b.db_cores) if b else "—", c(b.qps_per_core, 1) if b else "—",
-                                 c(cnd.db_cores) if cnd else "—", c(cnd.qps_per_core, 1) if cnd else "—", ch,
-                                 c(b.k6_cores) if b else "—", c(cnd.k6_cores) if cnd else "—"])
-                L.append(md_table(["Threads", f"{a[0]} DB CPU (cores)", f"{a[0]} QPS per DB core",
-                                   f"{a[1]} DB CPU (cores)", f"{a[1]} QPS per DB core", "QPS per core change",
-                                   f"{a[0]} k6 CPU (cores)", f"{a[1]} k6 CPU (cores)"], rows, "rrrrrrrr"))
+                    cc = self.cmp.get((w, t, "core"))
+                    rows.append([str(t), med(0, t, "db_cores"), med(0, t, "qps_per_core"),
+                                 med(1, t, "db_cores"), med(1, t, "qps_per_core"),
+                                 stats.change_text(cc) if cc else "", stats.p_text(cc) if cc else "",
+                                 med(0, t, "k6_cores"), med(1, t, "k6_cores")])
+                m_ = " (median)" if self.repeated() else ""
+                L.append(md_table(["Threads", f"{a[0]} DB CPU (cores){m_}", f"{a[0]} QPS per DB core{m_}",
+                                   f"{a[1]} DB CPU (cores){m_}", f"{a[1]} QPS per DB core{m_}", "QPS per core change",
+                                   "p (QPS per core)", f"{a[0]} k6 CPU (cores){m_}", f"{a[1]} k6 CPU (cores){m_}"],
+                                  rows, "rrrrrrrrr"))
                 L.append("")
-                if changes:
-                    m = statistics.mean(changes)
-                    trend = "is unchanged (0.00%)" if round(m, 2) == 0 else f"is {'up' if m > 0 else 'down'} {abs(m):.2f}%"
-                    L.append(f"Compared with {a[0]}, {a[1]}'s {workload_name(w)} QPS per database core {trend} "
-                             f"(the mean of the per-step changes).")
+                if any((w, t, "core") in self.cmp for t in threads):
+                    L.append(self.headline(w, workload_name(w), "core", "QPS per database core", threads))
                     L.append("")
         for who, what in sorted(missing):
             L.append(f"Not recorded for {who}: the {what}'s CPU (Prometheus has no such series for the run; "
@@ -513,10 +574,21 @@ class Report:
         name = workload_name(w)
         L = [f"### {name} performance", ""]
         tables = []
+        pl = self.pct_label(w)
         for i in range(len(self.sets)):
+            if self.n_samples(i, w) > 1:
+                rows = []
+                for t in self.threads_of(i, w):
+                    q, lat = stats.summarize(self.values(i, w, t, "qps")), stats.summarize(self.values(i, w, t, "lat"))
+                    rows.append([str(t), stats.median_text(q), num(stats.median(self.values(i, w, t, "tps"))),
+                                 stats.median_text(lat), num(stats.median(self.values(i, w, t, "avg"))), str(q.n)])
+                hdr = ["Threads", "QPS (median, 95% CI)", "TPS (median)", f"{pl} latency (ms, median, 95% CI)",
+                       "avg latency (ms, median)", "samples"]
+                tables.append(md_table(hdr, rows, "r" * len(hdr)))
+                continue
             rows = [[str(f.threads), num(f.qps), num(f.tps), num(f.lat_ms), num(f.avg_ms)]
                     for f in self.figs[(i, w)]]
-            hdr = ["Threads", "QPS", "TPS", f"{self.pct_label(w)} latency (ms)", "avg latency (ms)"]
+            hdr = ["Threads", "QPS", "TPS", f"{pl} latency (ms)", "avg latency (ms)"]
             if any(f.k6.get("response_latency_ms") for f in self.figs[(i, w)]):
                 # rate mode: the response time, from when each event was due (queue time included)
                 for f, row in zip(self.figs[(i, w)], rows):
@@ -525,43 +597,36 @@ class Report:
                     row += [num(rate.get("requested")) if rate else "—",
                             num(r.get("pct_value")) if r.get("pct_value") is not None else "—",
                             "no" if rate.get("backlog_at_end") or rate.get("dropped") else "yes"]
-                hdr += ["rate (/s)", f"{self.pct_label(w)} response time (ms)", "rate kept"]
+                hdr += ["rate (/s)", f"{pl} response time (ms)", "rate kept"]
             tables.append(md_table(hdr, rows, "r" * len(hdr)))
         if not self.pair:
             L += [tables[0], ""]
-            dist = self.latency_distribution(self.figs[(0, w)], w)
+            dist = self.latency_distribution(self.figs[(0, w)], w) if self.n_samples(0, w) == 1 else ""
             if dist:
                 L += [dist, ""]
         else:
             for i in range(2):
                 L += [f"**{a[i]}**", "", tables[i], ""]
-            base = {f.threads: f for f in self.figs[(0, w)]}
-            cand = {f.threads: f for f in self.figs[(1, w)]}
-            threads = sorted(set(base) | set(cand))
-            rows, changes = [], []
+            threads = [t for t in self.threads_of(0, w) if t in self.threads_of(1, w)]
+            threads += [t for t in self.threads_of(0, w) + self.threads_of(1, w) if t not in threads]
+            threads = sorted(set(threads))
+            rows = []
             for t in threads:
-                b, c = base.get(t), cand.get(t)
-                ch = ""
-                if b and c and b.qps:
-                    x = (c.qps - b.qps) / b.qps * 100
-                    changes.append(x)
-                    ch = pct(x)
-                rows.append([str(t), num(b.qps) if b else "—", num(b.lat_ms) if b else "—",
-                             num(c.qps) if c else "—", num(c.lat_ms) if c else "—", ch])
-            pl = self.pct_label(w)
-            L.append(md_table(["Threads", f"{a[0]} QPS", f"{a[0]} {pl} latency (ms)", f"{a[1]} QPS",
-                               f"{a[1]} {pl} latency (ms)", "QPS improvement"], rows, "rrrrrr"))
+                va, vb = self.values(0, w, t, "qps"), self.values(1, w, t, "qps")
+                la, lb = self.values(0, w, t, "lat"), self.values(1, w, t, "lat")
+                cq, cl = self.cmp.get((w, t, "qps")), self.cmp.get((w, t, "lat"))
+                rows.append([str(t), num(stats.median(va)) if va else "—", num(stats.median(la)) if la else "—",
+                             num(stats.median(vb)) if vb else "—", num(stats.median(lb)) if lb else "—",
+                             stats.change_text(cq) if cq else "", stats.p_text(cq) if cq else "",
+                             stats.change_text(cl) if cl else "", stats.p_text(cl) if cl else ""])
+            med = " (median)" if self.repeated() else ""
+            L.append(md_table(["Threads", f"{a[0]} QPS{med}", f"{a[0]} {pl} latency (ms){med}", f"{a[1]} QPS{med}",
+                               f"{a[1]} {pl} latency (ms){med}", "QPS improvement", "p (QPS)",
+                               f"{pl} latency change", f"p ({pl} latency)"], rows, "rrrrrrrrr"))
             L.append("")
-            if changes:
-                m = statistics.mean(changes)
-                if round(m, 2) == 0:
-                    trend = "is unchanged (0.00%)"
-                else:
-                    trend = f"is {'up' if m > 0 else 'down'} {abs(m):.2f}%"
-                L.append(f"Compared with {a[0]}, {a[1]}'s {name} QPS {trend} "
-                         f"(the mean of the per-step changes).")
-            else:
-                L.append(f"{a[0]} and {a[1]} have no thread step of {name} in common.")
+            L.append(self.headline(w, name, "qps", "QPS", threads))
+            L.append("")
+            L.append(self.headline(w, name, "lat", f"{pl} latency", threads))
             L.append("")
         errs = []
         for i in range(len(self.sets)):
@@ -577,6 +642,35 @@ class Report:
             L.append(f"![{name}: QPS and 95% latency against threads]({chart})")
             L.append("")
         return L
+
+    def headline(self, w, name, metric, what, threads):
+        """The closing sentence of a workload's comparison: the changes that are significant,
+        with their intervals and p-values; `~` (benchstat's "no significant change") otherwise;
+        never a change from one sample."""
+        a = self.labels
+        cs = [(t, self.cmp[(w, t, metric)]) for t in threads if (w, t, metric) in self.cmp]
+        if not cs:
+            return f"{a[0]} and {a[1]} have no thread step of {name} in common."
+        head = f"Compared with {a[0]}, {a[1]}'s {name} {what}"
+        one = [c for _, c in cs if c.reason]
+        if one:
+            m = statistics.mean(c.change for _, c in cs)
+            return (f"{head} cannot be said to change ({one[0].reason}): the single samples differ by {m:+.2f}% "
+                    "(the mean of the per-step differences), which one sample a side cannot tell from noise; "
+                    "run `scripts/sweep --repeats N` or a plan for intervals and p-values.")
+        sig = [(t, c) for t, c in cs if c.significant]
+        na, nb = cs[0][1].a.n, cs[0][1].b.n
+        if not sig:
+            return (f"{head} shows no significant change: ~ at every thread step ({na} and {nb} samples, "
+                    f"Mann-Whitney U, p >= {stats.ALPHA} after Holm's adjustment over the report's cells).")
+        parts = []
+        for t, c in sig:
+            word = "up" if c.change > 0 else "down"
+            parts.append(f"{word} {abs(c.change):.2f}% at {t} thread{'s' if t != 1 else ''} "
+                         f"(95% CI {c.lo:+.2f}% to {c.hi:+.2f}%, {stats.fmt_p(c.p_adj)})")
+        rest = [str(t) for t, c in cs if not c.significant]
+        tail = f"; ~ at {', '.join(rest)} threads" if rest else ""
+        return f"{head} is {', '.join(parts)}{tail} ({na} and {nb} samples, medians, Mann-Whitney U)."
 
     # -- files
     def write(self, out):
@@ -594,7 +688,8 @@ class Report:
             for w in self.workloads:
                 rel = f"charts/{w}.png"
                 charts.workload_chart(tmp / rel, workload_name(w),
-                                      [(self.labels[i], self.figs[(i, w)]) for i in range(len(self.sets))])
+                                      [(self.labels[i], self.figs[(i, w)]) for i in range(len(self.sets))],
+                                      self.chart_intervals(w) if self.repeated() else None)
                 chart_paths[w] = rel
             runs = [r for i in range(len(self.sets)) for r in self.runs_for(i)]
             snaps, reason = grafana.snapshots(self.grafana_url, runs, tmp)
