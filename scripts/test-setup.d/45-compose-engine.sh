@@ -34,3 +34,6 @@ set -a; . "$ROOT/.env"; set +a
 log "building $K6_IMAGE from k6/Dockerfile"
 DOCKER_BUILDKIT=1 "$DOCKER" build -q --network host --build-arg "GO_IMAGE=$GO_IMAGE" --build-arg "K6_BASE_IMAGE=$K6_BASE_IMAGE" \
   -t "$K6_IMAGE" k6 >/dev/null
+log "compose engine test: stand-in images (no registry here): $(tests/compose-engine/build-standins --list | tr '\n' ' ')"
+log "compose engine test: services that cannot run here (no image to be had): $(
+  sed -n 's/^  \([a-z0-9-]*\): {profiles: \[not-on-this-machine\]}$/\1/p' tests/compose-engine/compose.override.yaml | tr '\n' ' ')"
