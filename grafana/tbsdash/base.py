@@ -280,7 +280,7 @@ def annotations():
             f'max by (testid, threads, event, outage) '
             f'(max_over_time(k6_oltp_marker{{{m}, event=~"outage_start|outage_end"}}[$__range]))',
             "{{event}} {{outage}}", "{{testid}}, {{threads}} threads: the target went away (a first "
-            "connection lost) / every thread reconnected (k6/lib/runner.js)",
+            "connection lost) / every thread reconnected (k6/lib/events.js)",
             "event,threads", "#FF9830"),
     ]}
 

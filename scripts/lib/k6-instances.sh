@@ -77,7 +77,7 @@ k6_instances() {
   else
     for ((a = 0; a < n; a++)); do ids+=("$a"); done
   fi
-  if [ -z "$testid" ]; then  # as k6/lib/runner.js newTestId(): UTC time and 4 hex digits
+  if [ -z "$testid" ]; then  # as k6/lib/run.js newTestId(): UTC time and 4 hex digits
     testid=$(date -u +%Y%m%d-%H%M%S)-$(od -An -N2 -tx2 /dev/urandom | tr -d ' \n')
   fi
   [[ $testid =~ ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$ ]] || k6_instances_die "testid '$testid': letters, digits, '.', '_' and '-'"
