@@ -213,3 +213,67 @@ def test_short_soak_with_a_fault_keeps_memory_and_descriptors_flat(sb):
     for name in ("prometheus", "loki", "promtail"):
         a, b, _ = row[f"{name}_rss_kb"]
         assert b <= a * 1.5 + 64 * 1024, (name, row[f"{name}_rss_kb"])
+
+
+# ---------------------------------------------------------------------------- 5. the stack's service commands
+def _fake_stack(tmp_path, **services):
+    """A state folder whose pid files name processes of this test (never the real stack's)."""
+    (tmp_path / "run").mkdir()
+    procs = {}
+    for name, script in services.items():
+        procs[name] = subprocess.Popen(["bash", "-c", script], start_new_session=True)
+        (tmp_path / "run" / f"{name}.pid").write_text(f"{procs[name].pid}\n")
+    time.sleep(0.3)  # the traps are set
+    return procs
+
+
+def _stack(state, *args):
+    return subprocess.run([str(ROOT / "scripts/stack"), *args], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, TBS_STATE=str(state)))
+
+
+def test_service_commands_name_a_bad_service_and_the_valid_ones(tmp_path):
+    _fake_stack(tmp_path)
+    for cmd in ("stop", "kill", "pause", "resume", "restart"):
+        p = _stack(tmp_path, cmd, "oracle")
+        assert p.returncode != 0 and "unknown service 'oracle' (valid: tidb, mariadb, " in p.stderr, p.stderr
+        p = _stack(tmp_path, cmd)
+        assert p.returncode != 0 and f"'{cmd}' needs a service (valid: tidb, mariadb, " in p.stderr, p.stderr
+    p = _stack(tmp_path, "kill", "loki")
+    assert p.returncode != 0 and "service 'loki' was not started by 'scripts/stack up'" in p.stderr, p.stderr
+
+
+def test_kill_pause_resume_and_a_bounded_down(tmp_path):
+    """kill is -9 at once and leaves the pid file (status: dead); pause and resume stop and
+    continue the process (status: paused); down stops promtail first and a service that ignores
+    SIGTERM within its bounded wait (5 s), and nothing `up` did not start."""
+    stubborn = "trap '' TERM; while :; do sleep 0.1; done"
+    procs = _fake_stack(tmp_path, promtail=stubborn, node_exporter="sleep 300", loki="sleep 300", tidb="sleep 300")
+    other = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        p = _stack(tmp_path, "kill", "loki")
+        assert p.returncode == 0, p.stderr
+        assert procs["loki"].wait(timeout=5) == -signal.SIGKILL
+        assert (tmp_path / "run/loki.pid").exists()
+        assert _stack(tmp_path, "pause", "node_exporter").returncode == 0
+        status = _stack(tmp_path, "status").stdout
+        assert any(line.split()[:2] == ["node_exporter", "paused"] for line in status.splitlines()), status
+        assert any(line.split()[:2] == ["loki", "dead"] for line in status.splitlines()), status
+        assert _stack(tmp_path, "resume", "node_exporter").returncode == 0
+        assert "node_exporter    up" in _stack(tmp_path, "status").stdout
+        t0 = time.time()
+        p = _stack(tmp_path, "down")
+        took = time.time() - t0
+        assert p.returncode == 0, p.stderr
+        assert 5 <= took < 10, (took, p.stderr)
+        assert "promtail did not stop in 5s; killing it" in p.stderr, p.stderr
+        order = [line.split("stopping ")[1].split()[0] for line in p.stderr.splitlines() if "stopping " in line]
+        assert order == ["promtail", "node_exporter", "tidb"], order
+        for name in ("promtail", "node_exporter", "tidb"):
+            assert procs[name].wait(timeout=5) is not None
+        assert not list((tmp_path / "run").glob("*.pid"))
+        assert other.poll() is None  # not ours: untouched
+    finally:
+        other.kill()
+        for p in procs.values():
+            p.kill()
