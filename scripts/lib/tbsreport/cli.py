@@ -20,6 +20,7 @@ EPILOG = """\
 examples:
   scripts/report 20261122-164931-db80
   scripts/report sweep-20261122-170000-ab12 sweep-20261123-090000-cd34
+  scripts/report plan-aa1                     (a plan's first two arms; scripts/sweep --plan)
   scripts/report --out /tmp/ab --grafana http://admin:admin@127.0.0.1:3000 RUN_A RUN_B
 exit codes: 0 report written, 2 bad input (unknown run, no workload in common),
             3 Prometheus has no data for a run, 1 anything else.
@@ -47,10 +48,20 @@ def main(argv=None, fetch=None):
     args = parser().parse_args(argv)
     try:
         results = Path(args.results)
-        base = resolve(results, args.run)
+        run, cand = args.run, args.candidate
+        if run.startswith("plan-") and not cand:  # a plan: its first two arms
+            import json
+            pf = results / f"{run}.json"
+            if not pf.is_file():
+                raise ReportError(f"unknown plan '{run}': no plan manifest {pf}", code=2)
+            arms = list(json.loads(pf.read_text()).get("arms", {}).values())
+            if len(arms) < 2:
+                raise ReportError(f"plan '{run}' ({pf}) lists fewer than two arms", code=2)
+            run, cand = arms[0], arms[1]
+        base = resolve(results, run)
         sets = [base]
-        if args.candidate:
-            sets.append(resolve(results, args.candidate))
+        if cand:
+            sets.append(resolve(results, cand))
         from .report import Report  # matplotlib is imported only once the input is known good
         rep = Report(sets, Prometheus(args.prometheus, fetch=fetch), grafana_url=args.grafana)
         rep.collect()

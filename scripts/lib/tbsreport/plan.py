@@ -180,7 +180,7 @@ def run_plan(a, argv):
         if state.get("status") == "complete":
             raise _err(f"plan '{base}' is complete ({ppath}); choose another --id")
     # every arm reachable, with options k6 accepts, before anything runs
-    targets, admins = {}, {}
+    targets, admins, logins = {}, {}, {}
     sg_vars = sorted({k for arm in plan["arms"] for k in arm.get("set_global", {})})
     for arm in plan["arms"]:
         opts = arm_options(plan, arm)
@@ -219,6 +219,11 @@ def run_plan(a, argv):
                             raise _err(f"arm '{arm['name']}': unknown variable '{v}' in set_global: "
                                        f"{getattr(e, 'args', [e])[-1]} (nothing was run)")
                 admins[key] = (c, orig)
+                logins[key] = (at, adm["user"], admin_password(adm))
+    if state is not None:
+        # a resumed plan: the values from before the plan started, not what an interrupted run left
+        for (h, p), (c, orig) in admins.items():
+            orig.update(state.get("original_globals", {}).get(f"{h}:{p}", {}))
     if state is None:
         state = {"plan": f"plan-{base}", "digest": digest(plan), "file": str(a.plan), "spec": plan,
                  "created": sw.now_ms(), "status": "running",
@@ -300,7 +305,7 @@ def run_plan(a, argv):
               "to resume; finished samples are kept)", file=sys.stderr)
         return 130 if isinstance(e, KeyboardInterrupt) else getattr(e, "code", 1) or 1
     finally:
-        restore(admins)
+        restore(admins, logins)
     for n in names:
         sweeps[n]["status"] = "complete"
         sweeps[n]["finished"] = sw.now_ms()
@@ -317,12 +322,25 @@ def run_plan(a, argv):
     return subprocess.run(sw.report_cmd(a, results, [state["arms"][names[0]], state["arms"][names[1]]])).returncode
 
 
-def restore(admins):
-    for (h, p), (c, orig) in admins.items():
-        try:
-            with c.cursor() as cur:
-                for v, val in orig.items():
-                    cur.execute(f"SET GLOBAL {v} = %s", (val,))
-            c.close()
-        except Exception as e:
-            print(f"warning: could not restore the global variables of {h}:{p} ({orig}): {e}", file=sys.stderr)
+def restore(admins, logins, wait_s=120):
+    """Puts every set_global variable back to its value from before the plan; when the server
+    went away (restarted), retries a fresh admin connection for up to wait_s seconds."""
+    for key, (c, orig) in admins.items():
+        deadline = time.time() + wait_s
+        while True:
+            try:
+                if c is None:
+                    at, user, pw = logins[key]
+                    c = connect(at, user=user, password=pw)
+                with c.cursor() as cur:
+                    for v, val in orig.items():
+                        cur.execute(f"SET GLOBAL {v} = %s", (val,))
+                c.close()
+                break
+            except Exception as e:
+                c = None
+                if time.time() > deadline:
+                    print(f"warning: could not restore the global variables of {key[0]}:{key[1]} ({orig}): {e}",
+                          file=sys.stderr)
+                    break
+                time.sleep(2)
