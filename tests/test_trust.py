@@ -84,7 +84,7 @@ def test_each_step_has_exactly_its_threads_connected(stack, target):
     t = threading.Thread(target=poll)
     t.start()
     try:
-        _, s = run(target, db, "tables=1", "table_size=2000", "threads=8,3,5", "time=4")
+        _, s = run(target, db, "tables=1", "table_size=2000", "threads=8,3,5", "time=3")
     finally:
         stop.set()
         t.join()
