@@ -131,7 +131,7 @@ def resolve(results, run_id):
 def common_workloads(base, cand):
     """Workloads both run sets measured, in the baseline's order."""
     cw = cand.by_workload()
-    common = [r.workload for r in base.runs if r.workload in cw]
+    common = [w for w in base.by_workload() if w in cw]
     if not common:
         raise ReportError(
             f"runs '{base.id}' (workloads: {', '.join(r.workload for r in base.runs)}) and "

@@ -203,8 +203,9 @@ def step_resources(prom, run, fig):
     fig.k6_cores = cores(k6)
 
 
-def run_figures(prom, run):
-    """[StepFigures] of a run; ReportError naming the testid when Prometheus has no data."""
+def run_figures(prom, run, sample=False):
+    """[StepFigures] of a run; ReportError naming the testid when Prometheus has no data, unless
+    the run is one sample of several (`sample`): then its figures are k6's own summary, noted."""
     out, missing = [], []
     for step in run.steps:
         f = step_figures(prom, run.testid, step)
@@ -213,7 +214,7 @@ def run_figures(prom, run):
         else:
             step_resources(prom, run, f)
             out.append(f)
-    if missing and len(missing) < len(run.steps):
+    if missing and (len(missing) < len(run.steps) or sample):
         # Prometheus missed some steps (down while they ran): their figures come from k6's summary
         # in the manifest, and the report says so (tbsreport/disturb.py)
         from .disturb import fallback_figures, fallback_note

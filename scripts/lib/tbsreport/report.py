@@ -70,10 +70,14 @@ class Report:
         if self.pair:
             self.workloads = common_workloads(*sets)
         else:
-            self.workloads = [r.workload for r in sets[0].runs]
+            self.workloads = list(sets[0].by_workload())
         labels = [runset_label(s) for s in sets]
         if self.pair and labels[0] == labels[1]:
-            labels = [f"{labels[0]} (baseline)", f"{labels[1]} (candidate)"]
+            # the same product and version: name each side by its plan arm, or its run id
+            names = [(st.sweep or {}).get("arm") or st.id for st in sets]
+            if names[0] == names[1]:
+                names = ["baseline", "candidate"]
+            labels = [f"{labels[0]} [{names[0]}]", f"{labels[1]} [{names[1]}]"]
         self.labels = labels
         self.figs = {}
         self.warnings = []
@@ -86,7 +90,7 @@ class Report:
             for w in self.workloads:
                 self.samples[(i, w)] = []
                 for run in sw[w]:
-                    figs = run_figures(self.prom, run)
+                    figs = run_figures(self.prom, run, sample=len(sw[w]) > 1)
                     self.samples[(i, w)].append(figs)
                     self.warnings.extend(crosscheck(run, figs))
                 self.figs[(i, w)] = self.samples[(i, w)][0]
@@ -204,7 +208,7 @@ class Report:
         L.append("")
         tests = []
         for i, s in enumerate(self.sets):
-            for r in self.runs_for(i):
+            for r in [r for w in self.workloads for r in s.samples()[w]]:  # every sample
                 tests.append([a[i] if self.pair else workload_name(r.workload), r.workload, r.testid,
                               ", ".join(str(st["threads"]) for st in r.steps),
                               utc(r.manifest.get("run_start")), utc(r.manifest.get("run_end"))])
@@ -320,7 +324,7 @@ class Report:
                      "[Cross-check against k6's summary](#cross-check-against-k6s-summary).")
             L.append("")
         if self.pair:
-            only = [(a[i], [r.workload for r in s.runs if r.workload not in self.workloads])
+            only = [(a[i], [w for w in s.by_workload() if w not in self.workloads])
                     for i, s in enumerate(self.sets)]
             notes = [f"{lab} only: {', '.join(ws)}" for lab, ws in only if ws]
             if notes:
@@ -467,7 +471,7 @@ class Report:
             vals = {commands.value_text(r.options.get(k, "")) for r in s.runs}
             return " / ".join(sorted(vals))
         rows = [
-            ["Workloads", *self.per_set(lambda s: ", ".join(r.workload for r in s.runs))],
+            ["Workloads", *self.per_set(lambda s: ", ".join(s.by_workload()))],
             ["Tables", *self.per_set(lambda s: opt(s, "tables"))],
             ["Rows per table", *self.per_set(lambda s: opt(s, "table_size"))],
             ["Threads", *self.per_set(lambda s: opt(s, "threads"))],
@@ -661,8 +665,13 @@ class Report:
         sig = [(t, c) for t, c in cs if c.significant]
         na, nb = cs[0][1].a.n, cs[0][1].b.n
         if not sig:
+            cells = len([c for c in self.cmp if c[2] == metric])
+            weak = ""
+            if stats.min_p(na, nb) * cells >= stats.ALPHA:
+                weak = (f" With {na} and {nb} samples and {cells} cells no change could reach significance: "
+                        "use more repeats (5 a side for up to 6 cells).")
             return (f"{head} shows no significant change: ~ at every thread step ({na} and {nb} samples, "
-                    f"Mann-Whitney U, p >= {stats.ALPHA} after Holm's adjustment over the report's cells).")
+                    f"Mann-Whitney U, p >= {stats.ALPHA} after Holm's adjustment over the report's cells).{weak}")
         parts = []
         for t, c in sig:
             word = "up" if c.change > 0 else "down"
