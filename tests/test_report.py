@@ -134,7 +134,7 @@ def tidb_run(stack):
     db = fresh_db("tidb", "sbtest_report_it")
     k6("run", "-e", f"mysql_db={db}", "-e", "tables=2", "-e", "table_size=5000", "-e", "threads=2", "prepare.js")
     p = k6("run", "-e", f"mysql_db={db}", "-e", "tables=2", "-e", "table_size=5000", "-e", "threads=2,4",
-           "-e", "time=10", "-e", "warmup_time=2", "oltp.js")
+           "-e", "time=5", "-e", "warmup_time=2", "oltp.js")
     return run_testid(p.stdout), p.stdout
 
 
@@ -188,7 +188,7 @@ def test_single_run_report_matches_k6_summary(tidb_run, tmp_path):
         assert "`tidb_enable_prepared_plan_cache` | " in md and "`tidb_txn_mode` | pessimistic |" in md
         assert f"| Cores | {m['load_generator']['cpu_cores']} |" in md
         assert "-e mysql_db=sbtest_report_it \\\n    -e tables=2 \\\n    -e table_size=5000 \\\n    k6/prepare.js" in md
-        assert "-e threads=2,4 \\\n    -e time=10 \\\n    -e warmup_time=2 \\\n    k6/oltp.js" in md
+        assert "-e threads=2,4 \\\n    -e time=5 \\\n    -e warmup_time=2 \\\n    k6/oltp.js" in md
         html = (out / "report.html").read_text()
         assert password() not in md and password() not in html
         assert "Grafana panel snapshots were skipped" in md
