@@ -246,7 +246,7 @@ def test_service_commands_name_a_bad_service_and_the_valid_ones(tmp_path):
 def test_kill_pause_resume_and_a_bounded_down(tmp_path):
     """kill is -9 at once and leaves the pid file (status: dead); pause and resume stop and
     continue the process (status: paused); down stops promtail first and a service that ignores
-    SIGTERM within its bounded wait (5 s), and nothing `up` did not start."""
+    SIGTERM after its bounded wait (5 s), and nothing `up` did not start."""
     stubborn = "trap '' TERM; while :; do sleep 0.1; done"
     procs = _fake_stack(tmp_path, promtail=stubborn, node_exporter="sleep 300", loki="sleep 300", tidb="sleep 300")
     other = subprocess.Popen(["sleep", "300"], start_new_session=True)
@@ -265,7 +265,8 @@ def test_kill_pause_resume_and_a_bounded_down(tmp_path):
         p = _stack(tmp_path, "down")
         took = time.time() - t0
         assert p.returncode == 0, p.stderr
-        assert 5 <= took < 10, (took, p.stderr)
+        # it waited (bash counts whole seconds: 4-5 s) before the kill, and not much longer
+        assert 4 <= took < 10, (took, p.stderr)
         assert "promtail did not stop in 5s; killing it" in p.stderr, p.stderr
         order = [line.split("stopping ")[1].split()[0] for line in p.stderr.splitlines() if "stopping " in line]
         assert order == ["promtail", "node_exporter", "tidb"], order
