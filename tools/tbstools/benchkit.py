@@ -16,9 +16,11 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-# sysbench's latency histogram: 1024 log buckets from 0.001 ms to 100 s; one bucket is a
-# factor of (1e8)^(1/1024), about 1.8%: the resolution of any p95 sysbench prints.
-SYSBENCH_BUCKET = (100000 / 0.001) ** (1 / 1024)
+from tbsreport import sbhist
+
+# sysbench's latency histogram (defined once, in k6/x/tbs; tbsreport.sbhist reads it): one bucket
+# is a factor of about 1.018, the resolution of any p95 sysbench prints.
+SYSBENCH_BUCKET = sbhist.FACTOR
 
 
 # ---------------------------------------------------------------- cores
