@@ -1,4 +1,4 @@
-// Command gofloor is the reference point of scripts/bench: oltp_point_select's query
+// Command gofloor is the reference point of tools/bench: oltp_point_select's query
 // (SELECT c FROM sbtest<t> WHERE id=?) sent the way our k6 sends it — one database/sql pool
 // of one connection per thread, DB.ExecContext with a cancelable context, our driver module
 // (server-side prepared statements, go-sql-driver/mysql underneath) — in a plain Go loop,
