@@ -222,7 +222,7 @@ def test_rate_is_kept_with_service_latency_near_sysbench(stack):
     assert st["rate"]["dropped"] == 0 and st["rate"]["backlog_at_end"] < 50, st["rate"]
     lat, resp = st["latency_ms"], st["response_latency_ms"]
     # the same server at the same rate: service latencies of the same order (client costs
-    # differ on a shared 2-core host; scripts/bench compares them with separate cores)
+    # differ on a shared 2-core host; tools/bench compares them with separate cores)
     assert lat["avg"] <= 3 * sb_avg + 0.3 and lat["p95"] <= 3 * sb_p95 + 0.5, (lat, sb_avg, sb_p95)
     assert resp["avg"] >= lat["avg"] and resp["p95"] >= lat["p95"] * 0.98
     sql("mariadb", f"DROP DATABASE {db}")
