@@ -312,9 +312,10 @@ def run_plan(a, argv):
         sw.save_json(results / f"sweep-{base}-{n}.json", sweeps[n])
     state["status"] = "complete"
     state["finished"] = sw.now_ms()
-    state["seconds"] = round(time.time() - t0, 1)
+    state["seconds"] = round((state["finished"] - state["created"]) / 1000, 1)  # from the start, resumes included
     sw.save_json(ppath, state)
-    print(f"plan plan-{base} done in {state['seconds']:.0f} s ({skipped} sample(s) kept from before): "
+    print(f"plan plan-{base} done: {time.time() - t0:.0f} s this time, {state['seconds']:.0f} s since it started "
+          f"({skipped} sample(s) kept from before): "
           f"arms {', '.join(state['arms'].values())} (manifest {ppath})", flush=True)
     if a.no_report:
         return 0

@@ -678,7 +678,7 @@ class Report:
             parts.append(f"{word} {abs(c.change):.2f}% at {t} thread{'s' if t != 1 else ''} "
                          f"(95% CI {c.lo:+.2f}% to {c.hi:+.2f}%, {stats.fmt_p(c.p_adj)})")
         rest = [str(t) for t, c in cs if not c.significant]
-        tail = f"; ~ at {', '.join(rest)} threads" if rest else ""
+        tail = f"; ~ at {', '.join(rest)} thread{'' if rest == ['1'] else 's'}" if rest else ""
         return f"{head} is {', '.join(parts)}{tail} ({na} and {nb} samples, medians, Mann-Whitney U)."
 
     # -- files
