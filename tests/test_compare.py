@@ -9,6 +9,7 @@
   the top of "What differs".
 """
 import itertools
+import re
 import math
 import random
 
@@ -162,3 +163,116 @@ def test_unreachable_arm_and_repeats_zero_stop_before_any_run(tmp_path):
     p = sweep("--plan", str(tmp_path / "nope.json"), "--results", str(res))
     assert p.returncode == 2 and f"plan file {tmp_path / 'nope.json'} does not exist" in p.stderr, p.stderr
     assert not res.exists() or not any(res.iterdir())
+
+
+# ---------------------------------------------------------------- on the local stack: A/A and A/B
+
+def wait_for_prometheus(timeout=90):
+    """Other tests on the shared stack stop and restart Prometheus (tools/faults): wait for it."""
+    import time as _time
+    import urllib.request
+    from conftest import PROM
+    deadline = _time.time() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{PROM}/-/ready", timeout=5):
+                return
+        except OSError:
+            if _time.time() > deadline:
+                raise
+            _time.sleep(2)
+
+
+@pytest.fixture(scope="module")
+def aab(stack, tmp_path_factory):
+    """plans/local-aab.json made small: select_random_points on 1 table x 20,000 rows (ANALYZEd
+    before every sample), 1 and 2 threads, 1 s steps, 5 samples per arm, arms a, a2 (the same) and idxcost (index lookups
+    priced a million times higher: full table scans instead of 10-row lookups, about 10x the
+    work per statement). The shared stack's TiDB may be restarted by other tests: a failed plan
+    is resumed (at most 3 times), which is the feature under test too."""
+    import json
+    import time as _time
+    from conftest import ROOT, fresh_db, k6
+    db = fresh_db("tidb", "sbtest_compare_it")
+    k6("run", "-e", f"mysql_db={db}", "-e", "tables=1", "-e", "table_size=20000", "-e", "threads=2", "prepare.js")
+    plan = json.loads((ROOT / "plans/local-aab.json").read_text())
+    plan["workloads"] = ["select_random_points"]
+    plan["options"].update(time=1, mysql_db=db)
+    tmp = tmp_path_factory.mktemp("aab")
+    f = tmp / "plan.json"
+    f.write_text(json.dumps(plan))
+    res = tmp / "results"
+    pid = f"it{int(_time.time())}"
+    t0 = _time.time()
+    for attempt in range(4):
+        p = sweep("--plan", str(f), "--results", str(res), "--id", pid, "--no-report", timeout=900)
+        if p.returncode == 0 or "k6 exited" not in p.stderr or attempt == 3:
+            break
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    seconds = _time.time() - t0
+    state = json.loads((res / f"plan-{pid}.json").read_text())
+    wait_for_prometheus()
+    reports = {}
+    for cand in ("a2", "idxcost"):
+        out = tmp / f"a-vs-{cand}"
+        from test_report_helpers import run_report
+        r = run_report("--results", str(res), "--out", str(out), f"sweep-{pid}-a", f"sweep-{pid}-{cand}")
+        assert r.returncode == 0, r.stderr
+        reports[cand] = (out / "report.md").read_text()
+    print(f"plan {pid}: {seconds:.0f} s")
+    return pid, plan, state, reports
+
+
+def comparison_rows(md, workload_title):
+    from test_report_helpers import md_tables_after
+    tables = md_tables_after(md, f"### {workload_title} performance")
+    return tables[2]
+
+
+def test_plan_interleaves_arms_in_a_seeded_order(aab):
+    from tbsreport.plan import round_order
+    pid, plan, state, _ = aab
+    assert state["status"] == "complete"
+    rounds = [round_order(["a", "a2", "idxcost"], plan["seed"], r) for r in range(1, 6)]
+    expect = [f"{pid}-{n}-select_random_points-r{r}" for r, order in enumerate(rounds, 1) for n in order]
+    # a resumed plan lists each sample once, in the order it ran: the seeded one
+    assert state["order"] == expect
+    assert len({tuple(o) for o in rounds}) > 1, "the order does not vary between rounds"
+
+
+def test_aa_shows_no_change_anywhere(aab):
+    pid, plan, state, reports = aab
+    md = reports["a2"]
+    rows = comparison_rows(md, "Select Random Points")
+    assert [r[0] for r in rows[1:]] == ["1", "2"]
+    for r in rows[1:]:
+        # QPS and latency: ~ in the change columns, ~ (p=...) in the p columns
+        assert r[5] == "~" and r[6].startswith("~ (p=") and r[7] == "~" and r[8].startswith("~ (p="), rows
+    assert "Select Random Points QPS shows no significant change: ~ at every thread step (5 and 5 samples" in md
+    assert " is up " not in md and " is down " not in md
+    # nothing but the run's identity differs between a and a2
+    assert "Nothing recorded differs between the sides" in md, md[:3000]
+    assert md.index("## What differs") < md.index("## Test purpose")
+
+
+def test_ab_is_significant_and_names_the_variable_first(aab):
+    pid, plan, state, reports = aab
+    md = reports["idxcost"]
+    rows = comparison_rows(md, "Select Random Points")
+    # the 2-thread step: full scans of 20,000 rows instead of 10-row lookups. (The first step of
+    # every run, 1 thread, starts on a plan built before the index's statistics are in TiDB's
+    # cache: a full scan in every arm, so that cell may rightly show ~.)
+    r = rows[2]
+    assert r[0] == "2"
+    base, cand = float(r[1]), float(r[3])
+    assert cand < base / 3, rows
+    assert r[5].startswith("-") and r[6].startswith("p="), rows  # a significant drop, with its p-value
+    ch, lo, hi = (float(x) for x in re.findall(r"([+-][\d.]+)%", r[5]))
+    assert lo <= ch <= hi < 0
+    assert re.search(r"Select Random Points QPS is (down [\d.]+% at 1 thread \(95% CI [^)]*\), )?"
+                     r"down [\d.]+% at 2 threads \(95% CI -[\d.]+% to -[\d.]+%, p=0\.0\d\d\)", md), md
+    # What differs: first, before any figure; its first row is the switched variable
+    sec = md[md.index("## What differs"):md.index("## Test purpose")]
+    first = [line for line in sec.splitlines() if line.startswith("| ") and not line.startswith(("| What", "| ---"))][0]
+    assert first == "| variable | `tidb_opt_index_lookup_cost_factor` | 1 | 1000000 |", sec
+    assert sec.count("| variable |") == 1, sec
