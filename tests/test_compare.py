@@ -240,16 +240,26 @@ def test_plan_interleaves_arms_in_a_seeded_order(aab):
     assert len({tuple(o) for o in rounds}) > 1, "the order does not vary between rounds"
 
 
-def test_aa_shows_no_change_anywhere(aab):
+def test_aa_calls_a_change_only_where_its_p_value_says_so(aab):
+    """A vs A. What is certain is tested: a cell shows ~ exactly when its (Holm-adjusted) p is at
+    least 0.05, the headline says so, and nothing but the run's identity differs. That every cell
+    shows ~ is what happens in about 95% of runs by the definition of the level (measured: every
+    cell ~, docs/report.md), so it is not asserted: a CI run must not fail by chance."""
     pid, plan, state, reports = aab
     md = reports["a2"]
     rows = comparison_rows(md, "Select Random Points")
     assert [r[0] for r in rows[1:]] == ["1", "2"]
+    changed = []
     for r in rows[1:]:
-        # QPS and latency: ~ in the change columns, ~ (p=...) in the p columns
-        assert r[5] == "~" and r[6].startswith("~ (p=") and r[7] == "~" and r[8].startswith("~ (p="), rows
-    assert "Select Random Points QPS shows no significant change: ~ at every thread step (5 and 5 samples" in md
-    assert " is up " not in md and " is down " not in md
+        for change, pcol in ((r[5], r[6]), (r[7], r[8])):
+            p = float(re.search(r"p=([\d.]+)", pcol).group(1))
+            if change == "~":
+                assert pcol.startswith("~ (p=") and p >= 0.05, rows
+            else:
+                assert pcol.startswith("p=") and p < 0.05 and re.match(r"[+-][\d.]+% \(", change), rows
+                changed.append(r[0])
+    if not changed:
+        assert "Select Random Points QPS shows no significant change: ~ at every thread step (5 and 5 samples" in md
     # nothing but the run's identity differs between a and a2
     assert "Nothing recorded differs between the sides" in md, md[:3000]
     assert md.index("## What differs") < md.index("## Test purpose")
