@@ -784,7 +784,9 @@ def test_k6_image_runtime_stage():
     assert "*.js contract.json ./" in runtime["COPY"] and "lib ./lib" in runtime["COPY"]
     assert list((ROOT / "k6").glob("*.js")) and (ROOT / "k6/lib").is_dir()
     assert (ROOT / "k6/oltp.js").is_file()
-    assert runtime["ENTRYPOINT"] == ['["k6"]']
+    # k6 behind k6/docker-entrypoint.sh (a run's lines per testid where TBS_RUN_LOGS is set)
+    assert "docker-entrypoint.sh /usr/local/bin/tbs-k6" in runtime["COPY"]
+    assert runtime["ENTRYPOINT"] == ['["/usr/local/bin/tbs-k6"]']
     env = dict(re.findall(r"(\w+)=(\S+)", " ".join(runtime["ENV"])))
     for k, v in K6_RW.items():
         assert env[k] == v, k

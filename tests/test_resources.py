@@ -108,12 +108,15 @@ def test_reports_show_resources_and_compare_qps_per_core(runs, tmp_path):
     changes = []
     for r in t[1:]:
         a, b = float(r[2]), float(r[4])
-        changes.append(float(r[5].rstrip("%")))
-        assert abs(changes[-1] - (b - a) / a * 100) < 0.2 + 100 * 0.1 / a
-    m = re.search(r"'s Read Write QPS per database core is (up|down) ([\d.]+)%", md)
+        # one run a side: no change is claimed from one sample (`~`); the sentence gives the
+        # single samples' difference, the mean of the per-step differences of these figures
+        assert r[5] == "~", r
+        changes.append((b - a) / a * 100)
+    m = re.search(r"'s Read Write QPS per database core cannot be said to change \(n=1: no significance\): "
+                  r"the single samples differ by ([+-][\d.]+)%", md)
     assert m, md
     mean = sum(changes) / len(changes)
-    assert abs(float(m.group(2)) * (1 if m.group(1) == "up" else -1) - mean) < 0.02
+    assert abs(float(m.group(1)) - mean) < 0.05
     assert "Not recorded" not in md
     # one run: its table, with k6's share of its cores
     p = run_report("--results", str(res), "--out", str(tmp_path / "one"), ids["mariadb"], env={"GRAFANA_URL": ""})
