@@ -16,7 +16,7 @@ import { bindEvent, workState, flushBulk } from './lib/sysbench.js';
 import { metrics, tally } from './lib/metrics.js';
 import { Conn, connectUntil, openDb } from './lib/conn.js';
 import { BATCH_MS, runEvents, runQueued } from './lib/events.js';
-import { connectSeconds, GRACE_S, stepScenarios, stepThresholds, stepWindows } from './lib/steps.js';
+import { connectSeconds, stepScenarios, stepThresholds, stepWindows } from './lib/steps.js';
 import { asText, connectOrExplain, existingTables, globalVariables, targetInfo } from './lib/target.js';
 import { hostFacts, instanceOf, newTestId } from './lib/run.js';
 import { summarize, histName } from './lib/summary.js';
@@ -29,7 +29,7 @@ const host = hostFacts();
 const steps = stepScenarios(o);
 const windows = stepWindows(o);
 const lastWindow = windows[windows.length - 1];
-const totalSeconds = Math.ceil(lastWindow.measure_end / 1000) + GRACE_S;
+const totalSeconds = Math.ceil(lastWindow.end / 1000);
 const startWait = o.start_at ? Math.max(0, (o.start_at - Date.now()) / 1000) : 0;
 
 export const options = o.help ? {
@@ -95,7 +95,7 @@ function activate(data) {
   const stepIdx = o.threads.indexOf(threads);
   const threadId = exec.scenario.iterationInTest;
   const start = exec.scenario.startTime;
-  const go = start + connectSeconds(threads) * 1000;
+  const go = start + connectSeconds(o, threads) * 1000;
   measureStart = go + o.warmup_time * 1000;
   stepEnd = measureStart + o.time * 1000;
   stepTag = String(threads);

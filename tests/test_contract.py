@@ -49,7 +49,8 @@ def test_step_queries_are_the_contracts_templates():
     rec = Recorder()
     fig = prom.step_figures(rec, "run-x", step)
     t = C["timing"]
-    tail_s = t["push_interval_s"] + t["grace_s"] + Q["step"]["eval_after_measure_end"]["slack_s"]
+    grace_s = C["options"]["grace_time"]["default"]  # a window without step_end: the option's default
+    tail_s = t["push_interval_s"] + grace_s + Q["step"]["eval_after_measure_end"]["slack_s"]
     at = f"{(1_010_000 + tail_s * 1000) / 1000:.3f}"
     rng = f"{1_010_000 + tail_s * 1000 - 1_000_000}ms"
     sel = 'testid="run-x",threads="4",warmup="false"'

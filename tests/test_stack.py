@@ -1,10 +1,14 @@
 """Issue #2: the local stack carries a workload from k6 through Prometheus, for real."""
+import json
 import time
 
 import pytest
 
 from conftest import (LOKI, PROM, ROOT, STATE, fresh_db, k6, metric_sum, metrics_text,
                       prom, prom_wait, rows_read, sql, summary, run_testid, userstat)
+
+_OPTIONS = json.loads((ROOT / "k6/contract.json").read_text())["options"]
+DEFAULT_TIMING = {k: str(_OPTIONS[k]["default"]) for k in ("connect_time", "grace_time")}
 
 
 def test_stack_services_ready(stack):
@@ -51,7 +55,10 @@ def test_point_select_end_to_end(stack, target):
     assert sql(target, "SELECT COUNT(*) FROM sbtest2", db)[0][0] == 2000
 
     if target == "tidb":
-        run = k6("run", *common, "-e", "threads=4", "-e", "time=5", "oltp.js")
+        # a user's step timing (the suite's other runs are shorter: conftest.py)
+        t0 = time.time()
+        run = k6("run", *common, "-e", "threads=4", "-e", "time=5", "oltp.js", env=DEFAULT_TIMING)
+        wall = time.time() - t0
     else:
         with userstat():  # MariaDB's per-table counters, for this run's own tables
             before = sum(rows_read(db, f"sbtest{t}") for t in (1, 2))
@@ -62,6 +69,11 @@ def test_point_select_end_to_end(stack, target):
     (step,) = s["steps"]
     assert step["threads"] == 4 and step["queries"]["total"] > 0
     assert step["queries"]["read"] == step["queries"]["total"] == step["transactions"]
+    if target == "tidb":
+        # the defaults: 2 s to connect, 5 s measured, 3 s of graceful stop before the run ends
+        w = step["window"]
+        assert w["step_end"] - w["measure_end"] == 3000 and w["measure_end"] - w["measure_start"] == 5000, w
+        assert wall >= 2 + 5 + 3, wall
 
     total = step["queries"]["total"]
     # The server's own counters, isolated to this run's database (never server-wide figures,

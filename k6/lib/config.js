@@ -34,6 +34,10 @@ function parseOne(name, type, raw) {
     case 'pct': { const v = int(); if (!(v >= 0 && v <= 100)) throw bad(name, raw, 'must be a whole number from 0 to 100'); return v; }
     case 'pct<100': { const v = int(); if (!(v >= 0 && v < 100)) throw bad(name, raw, 'must be a whole number from 0 to 99'); return v; }
     case 'unit': { const v = Number(s); if (!(s !== '' && v > 0 && v < 1)) throw bad(name, raw, 'must be a number between 0 and 1 (exclusive)'); return v; }
+    case 'auto_int0': {
+      if (s.toLowerCase() === 'auto') return 'auto';
+      const v = int(); if (!(v >= 0)) throw bad(name, raw, 'must be auto or a whole number >= 0'); return v;
+    }
     case 'num0': { const v = Number(s); if (!(s !== '' && v >= 0)) throw bad(name, raw, 'must be a number >= 0'); return v; }
     case 'bool': {
       if (['on', 'true', 'yes', '1'].includes(s.toLowerCase())) return true;

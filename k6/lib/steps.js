@@ -2,12 +2,12 @@
 // connect phase, the warm-up and the measured window; their windows and per-step submetrics.
 import { CONTRACT } from './config.js';
 
-export const GRACE_S = CONTRACT.timing.grace_s; // a step's in-flight events may finish; the next step starts after
-
-// connectSeconds(threads): the start of each step given to its VUs to connect and prepare
+// connectSeconds(o, threads): the start of each step given to its VUs to connect and prepare
 // their statements before the step's load begins (sysbench's threads do the same in
-// thread_init, before its timer starts).
-export function connectSeconds(threads) {
+// thread_init, before its timer starts): option connect_time, or with `auto` the contract's
+// timing (connect_s + connect_s_per_1000_threads per 1000 threads).
+export function connectSeconds(o, threads) {
+  if (o.connect_time !== 'auto') return o.connect_time;
   const t = CONTRACT.timing;
   return t.connect_s + Math.ceil((threads * t.connect_s_per_1000_threads) / 1000);
 }
@@ -21,26 +21,28 @@ export function stepScenarios(o, fn = 'default') {
   const scenarios = {};
   let offset = 0;
   for (const n of o.threads) {
-    const len = connectSeconds(n) + o.warmup_time + o.time;
+    const len = connectSeconds(o, n) + o.warmup_time + o.time;
     scenarios[`t${n}`] = {
       executor: 'constant-vus', exec: fn, vus: n,
-      duration: `${len}s`, startTime: `${offset}s`, gracefulStop: `${GRACE_S}s`,
+      duration: `${len}s`, startTime: `${offset}s`, gracefulStop: `${o.grace_time}s`,
       tags: { threads: String(n) },
     };
-    offset += len + GRACE_S;
+    offset += len + o.grace_time; // a step's in-flight events may finish; the next step starts after
   }
   return scenarios;
 }
 
 // The step windows, relative to the start of the scenarios (ms): connect (the scenario's
-// start), start (load begins: warm-up, then the measured window), measure_start, measure_end.
+// start), start (load begins: warm-up, then the measured window), measure_start, measure_end,
+// end (measure_end + grace_time: the next step's connect).
 export function stepWindows(o) {
   let offset = 0;
   return o.threads.map((n) => {
-    const c = connectSeconds(n) * 1000;
+    const c = connectSeconds(o, n) * 1000;
     const w = { threads: n, connect: offset, start: offset + c, measure_start: offset + c + o.warmup_time * 1000 };
     w.measure_end = w.measure_start + o.time * 1000;
-    offset = w.measure_end + GRACE_S * 1000;
+    w.end = w.measure_end + o.grace_time * 1000;
+    offset = w.end;
     return w;
   });
 }

@@ -43,6 +43,7 @@ export function stepFigures(data, o, tbs, endedAt) {
     const base = scenarioStart !== undefined ? scenarioStart - win.connect : sd.run_start;
     const window = {
       step_start: base + win.start, measure_start: base + win.measure_start, measure_end: base + win.measure_end,
+      step_end: base + win.end,
     };
     if (scenarioStart === undefined && endedAt < window.step_start) continue; // never started
     const sel = `threads:${win.threads},warmup:false`;

@@ -601,19 +601,24 @@ class SysbenchResult:
 # default list besides the seeds' (a TiDB restarted after kill -9 may answer 1213 at first).
 K6_IGNORE = {"tidb": "1062,2013,8028,9007", "mariadb": "1213,1020,1205,2013"}
 SYSBENCH_IGNORE = {"tidb": "1213,1020,1205,1062,2013,2003,8028,9007", "mariadb": "1213,1020,1205,2013,2003"}
-def _timing():
+def _contract():
     try:
-        return json.loads((ROOT / "k6/contract.json").read_text())["timing"]
-    except (OSError, ValueError, KeyError):
+        return json.loads((ROOT / "k6/contract.json").read_text())
+    except (OSError, ValueError):
         return {}
 
 
-GRACE_S = _timing().get("grace_s", 3)  # k6's graceful stop after each step
+# k6's graceful stop after each step and its connect phase: options grace_time and connect_time
+# (k6 reads them from the environment too, as the tests set them), else the contract's defaults
+GRACE_S = int(os.environ.get("grace_time") or _contract().get("options", {}).get("grace_time", {}).get("default", 3))
 
 
 def connect_s(threads):
-    """The connect phase before a step's start (k6/lib/runner.js connectSeconds)."""
-    t = _timing()
+    """The connect phase before a step's start (k6/lib/steps.js connectSeconds)."""
+    fixed = os.environ.get("connect_time", "auto")
+    if fixed != "auto":
+        return int(fixed)
+    t = _contract().get("timing", {})
     return t.get("connect_s", 0) + t.get("connect_s_per_1000_threads", 0) * threads / 1000
 
 

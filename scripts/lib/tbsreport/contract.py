@@ -48,11 +48,16 @@ def testid_max():
     return int(contract()["testid"]["max_length"])
 
 
-def step_tail_ms():
-    """How long after a step's measure_end its last sample is surely in Prometheus."""
+def step_tail_ms(window=None):
+    """How long after a step's measure_end its last sample is surely in Prometheus: its
+    graceful stop (the window's step_end, or option grace_time's default for manifests without
+    it), then the contract's push interval and slack."""
     spec = promql()["step"]["eval_after_measure_end"]
     t = timing()
-    return int((sum(float(t[k]) for k in spec["timing"]) + float(spec["slack_s"])) * 1000)
+    w = window or {}
+    grace_ms = (w["step_end"] - w["measure_end"]) if "step_end" in w and "measure_end" in w \
+        else float(options()["grace_time"]["default"]) * 1000
+    return int(grace_ms + (sum(float(t[k]) for k in spec["timing"]) + float(spec["slack_s"])) * 1000)
 
 
 def step_query(name, sel, rng, q=None, by=""):

@@ -263,8 +263,8 @@ def merge_step(t, per, pct, testid):
     if all(c is not None for c in cpu):
         m["client_cpu_s"] = sum(cpu)
     wins = [s["window"] for s in ss]
-    m["window"] = {k: (min if k != "measure_end" else max)(w[k] for w in wins if k in w)
-                   for k in ("step_start", "measure_start", "measure_end") if any(k in w for w in wins)}
+    m["window"] = {k: (min if k not in ("measure_end", "step_end") else max)(w[k] for w in wins if k in w)
+                   for k in ("step_start", "measure_start", "measure_end", "step_end") if any(k in w for w in wins)}
     m["instances"] = [str(s["_id"]) for _, s in sorted(per.items())]
     return m
 

@@ -2,8 +2,8 @@
 the run manifest's k6 summary.
 
 For a step with measured window [measure_start, measure_end] (epoch ms), every query is
-evaluated at measure_end + the contract's tail (one push interval plus the graceful stop of
-k6/contract.json's timing, plus 1 s: 6 s) over a range reaching back to measure_start, on the
+evaluated at measure_end + the step's tail (its graceful stop, option grace_time, plus one push
+interval of k6/contract.json's timing, plus 1 s: 6 s by default) over a range reaching back to measure_start, on the
 series labelled testid, threads and warmup="false" (born in that phase, so their cumulative
 values are the phase's totals). The queries (queries, transactions, errors, the histogram and
 its quantile) are contract/promql.json's "step" templates.
@@ -22,7 +22,6 @@ from tbsdash.base import SEL
 
 from . import ReportError, contract, sbhist
 
-TAIL_MS = contract.step_tail_ms()  # evaluate this long after measure_end
 QPS_TOLERANCE = 0.02  # QPS from Prometheus vs k6's summary
 DEFAULT_BUCKET_FACTOR = 2 ** (2 ** -3)  # native histogram schema 3
 
@@ -121,7 +120,7 @@ def _fmt_at(ms):
 
 def step_query_params(testid, step):
     w = step["window"]
-    at_ms = int(w["measure_end"]) + TAIL_MS
+    at_ms = int(w["measure_end"]) + contract.step_tail_ms(w)  # evaluated this long after measure_end
     range_ms = at_ms - int(w["measure_start"])
     sel = contract.step_selector(testid, step["threads"])
     if step.get("instances"):  # a merged run (tbsreport/merge.py): only the instances that finished the step
