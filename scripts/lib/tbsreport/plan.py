@@ -17,6 +17,13 @@ neighbours hit every arm alike. `set_global` variables are set (SET GLOBAL, as t
 login) before each of the arm's samples; an arm that does not name a variable another arm sets
 runs with the value it had when the plan started, and every such variable is restored at the
 end. Run again with the same --id, an interrupted plan resumes: finished samples are kept.
+
+`"prepare": true` drops and prepares the tables (prepare.js) once per target before the first
+sample (a resumed plan does not again); `"reset": true` does so before every sample. `"source"`
+names the report a plan reproduces (plans/seed-*.json), `"arm_targets": "required"` refuses to
+run until `--arm-target` gives every arm a target. The command line may scale a plan down and
+point its arms at targets: `--scale`, `--threads`, `--time`, `--warmup-time`, `--workloads`,
+`--mysql-db`, `--arm-target` (tbsreport/seedplan.py).
 """
 import hashlib
 import json
@@ -31,7 +38,7 @@ from . import ROOT, ReportError, contract
 from .commands import DEFAULTS
 
 KEYS = {"workloads", "threads", "repeats", "seed", "options", "reset", "analyze", "prepare_threads", "arms",
-        "admin", "description"}
+        "admin", "description", "source", "arm_targets", "prepare"}
 ARM_KEYS = {"name", "options", "set_global", "description"}
 ADMIN_KEYS = {"user", "password_file", "host", "port"}
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.]{0,15}$")
@@ -74,6 +81,11 @@ def load(path):
     if not isinstance(repeats, int) or repeats < 1:
         raise _err(f"plan {path}: invalid repeats {repeats!r}: must be >= 1")
     check_options(path, "options", plan.get("options", {}))
+    if plan.get("arm_targets", "optional") not in ("required", "optional"):
+        raise _err(f"plan {path}: invalid arm_targets {plan['arm_targets']!r} (valid: required, optional)")
+    for k in ("reset", "analyze", "prepare"):
+        if not isinstance(plan.get(k, False), bool):
+            raise _err(f"plan {path}: '{k}' must be true or false (got {plan[k]!r})")
     arms = plan.get("arms")
     if not isinstance(arms, list) or len(arms) < 2:
         raise _err(f"plan {path}: 'arms' must list two or more arms")
@@ -132,6 +144,15 @@ def round_order(names, seed, rnd_no):
     return order
 
 
+def target_vars(plan, target_of):
+    """{target: the set_global variables of the arms that run there}: a target is asked only for
+    its own arms' variables (another version may not have the others)."""
+    tv = {}
+    for arm in plan["arms"]:
+        tv.setdefault(target_of(arm), set()).update(arm.get("set_global", {}))
+    return tv
+
+
 def digest(plan):
     return hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -155,8 +176,10 @@ def admin_password(adm):
 
 
 def run_plan(a, argv):
+    from . import seedplan
     from . import sweep as sw
     plan = load(a.plan)
+    plan, overrides, scaled = seedplan.apply(plan, a.plan, a)
     if a.repeats != 1:
         plan["repeats"] = a.repeats
     results = Path(a.results).resolve()
@@ -181,7 +204,11 @@ def run_plan(a, argv):
             raise _err(f"plan '{base}' is complete ({ppath}); choose another --id")
     # every arm reachable, with options k6 accepts, before anything runs
     targets, admins, logins = {}, {}, {}
-    sg_vars = sorted({k for arm in plan["arms"] for k in arm.get("set_global", {})})
+    # the variables set on a target: those of the arms that run there (another version may not have them)
+    def target_of(arm):
+        t = sw.target({k: str(v) for k, v in arm_options(plan, arm).items()}, None)
+        return (t["mysql_host"], t["mysql_port"])
+    tvars = target_vars(plan, target_of)
     for arm in plan["arms"]:
         opts = arm_options(plan, arm)
         common = [x for k, v in opts.items() for x in ("-e", f"{k}={v}")]
@@ -196,9 +223,10 @@ def run_plan(a, argv):
             raise _err(f"arm '{arm['name']}' cannot be reached: {t['mysql_host']}:{t['mysql_port']} as user "
                        f"'{t['mysql_user']}' (database '{t['mysql_db']}'): {getattr(e, 'args', [e])[-1]} "
                        "(nothing was run)")
+        key = (t["mysql_host"], t["mysql_port"])
+        sg_vars = sorted(tvars[key])
         if sg_vars:
             adm = plan["admin"]
-            key = (t["mysql_host"], t["mysql_port"])
             if key not in admins:
                 at = dict(t, mysql_host=adm.get("host", t["mysql_host"]), mysql_port=adm.get("port", t["mysql_port"]))
                 try:
@@ -226,6 +254,7 @@ def run_plan(a, argv):
             orig.update(state.get("original_globals", {}).get(f"{h}:{p}", {}))
     if state is None:
         state = {"plan": f"plan-{base}", "digest": digest(plan), "file": str(a.plan), "spec": plan,
+                 "overrides": overrides, "scaled": scaled, "prepared": [],
                  "created": sw.now_ms(), "status": "running",
                  "arms": {n: f"sweep-{base}-{n}" for n in names}, "order": [], "original_globals": {}}
         for (h, p), (_, orig) in admins.items():
@@ -247,6 +276,7 @@ def run_plan(a, argv):
                 "workloads": plan["workloads"], "threads": plan["threads"], "repeats": repeats,
                 "options": {k: ("***" if k == "mysql_password" else v) for k, v in opts.items()},
                 "set_global": arms[n].get("set_global", {}),
+                "scaled": scaled, "source": plan.get("source"),
                 "stack": sw.stack_commit(), "analyze": bool(plan.get("analyze")), "reset": bool(plan.get("reset")),
                 "prepare_threads": plan.get("prepare_threads", 4) if plan.get("reset") else None, "runs": []}
         sw.save_json(results / f"sweep-{base}-{n}.json", sweeps[n])
@@ -259,6 +289,7 @@ def run_plan(a, argv):
 
     def apply(n):
         t = targets[n]
+        sg_vars = sorted(tvars[(t["mysql_host"], t["mysql_port"])])
         if not sg_vars:
             return
         c, orig = admins[(t["mysql_host"], t["mysql_port"])]
@@ -276,6 +307,8 @@ def run_plan(a, argv):
     skipped = 0
     t0 = time.time()
     try:
+        if plan.get("prepare"):
+            prepare_once(plan, arms, names, targets, state, ppath, results, sw)
         for rnd in range(1, repeats + 1):
             order = round_order(names, plan.get("seed", 1), rnd)
             for w in plan["workloads"]:
@@ -321,6 +354,25 @@ def run_plan(a, argv):
         return 0
     import subprocess
     return subprocess.run(sw.report_cmd(a, results, [state["arms"][names[0]], state["arms"][names[1]]])).returncode
+
+
+def prepare_once(plan, arms, names, targets, state, ppath, results, sw):
+    """`"prepare": true`: the tables dropped and prepared once per target (host, port, database)
+    before the first sample; a resumed plan skips the targets it prepared."""
+    for n in names:
+        t = targets[n]
+        key = f"{t['mysql_host']}:{t['mysql_port']}/{t['mysql_db']}"
+        if key in state.setdefault("prepared", []):
+            continue
+        common = [x for k, v in arm_options(plan, arms[n]).items() for x in ("-e", f"{k}={v}")]
+        t0 = time.time()
+        if sw.k6([*common, "-e", "command=cleanup", "k6/prepare.js"], results) != 0:
+            raise ReportError(f"prepare for arm '{n}' ({key}): prepare.js cleanup failed")
+        if sw.k6([*common, "-e", f"threads={plan.get('prepare_threads', 4)}", "k6/prepare.js"], results) != 0:
+            raise ReportError(f"prepare for arm '{n}' ({key}): prepare.js prepare failed")
+        print(f"plan: prepared {key} for arm {n} in {time.time() - t0:.0f} s", flush=True)
+        state["prepared"].append(key)
+        sw.save_json(ppath, state)
 
 
 def restore(admins, logins, wait_s=120):

@@ -493,6 +493,8 @@ class Report:
             rows.append([k, *self.per_set(lambda s: opt(s, k))])
         if any(s.sweep for s in self.sets):
             rows.append(["Before each workload", *self.per_set(self.between_text)])
+        if any((s.sweep or {}).get("scaled") for s in self.sets):  # scripts/sweep --plan --scale/--threads/...
+            rows.append(["Scaled", *self.per_set(lambda s: (s.sweep or {}).get("scaled") or "—")])
         return rows
 
     def stack_text(self):

@@ -47,6 +47,13 @@ def parser():
     ap.add_argument("--plan", metavar="FILE",
                     help="a plan (JSON, docs/report.md): two or more arms run interleaved, each a sweep; "
                          "an interrupted plan resumes with the same --id")
+    ap.add_argument("--scale", metavar="F",
+                    help="with --plan: rows per table x F (0 < F <= 1, at least 1,000 rows), e.g. 0.001 runs a "
+                         "seed plan's 10,000,000 rows as 10,000; --threads/--time/--warmup-time/--workloads/"
+                         "--mysql-db replace the plan's own (tbsreport/seedplan.py)")
+    ap.add_argument("--arm-target", action="append", default=[], metavar="ARM=HOST:PORT",
+                    help="with --plan: the arm's target (repeat per arm; all=HOST:PORT: every arm at one "
+                         "target); the seed plans need one for every arm")
     ap.add_argument("--time", type=int, help="seconds measured per step (k6 option time)")
     ap.add_argument("--warmup-time", type=int, help="seconds of warm-up before each step (warmup_time)")
     ap.add_argument("--tables", type=int, help="number of tables (tables)")
@@ -79,6 +86,10 @@ def parse_args(argv):
         raise ReportError(f"invalid --repeats {a.repeats}: must be >= 1", code=2)
     if a.plan:
         return a, None, None, None
+    for flag, v in (("--scale", a.scale), ("--arm-target", a.arm_target)):
+        if v:
+            raise ReportError(f"{flag} applies to a plan (--plan FILE); a sweep takes --table-size and "
+                              "-e mysql_host=... -e mysql_port=...", code=2)
     if not a.workloads or not a.threads:
         raise ReportError("--workloads and --threads are required (or --plan FILE)", code=2)
     workloads = [w.strip() for w in a.workloads.split(",") if w.strip()]
