@@ -20,7 +20,7 @@ end. Run again with the same --id, an interrupted plan resumes: finished samples
 
 `"prepare": true` drops and prepares the tables (prepare.js) once per target before the first
 sample (a resumed plan does not again); `"reset": true` does so before every sample. `"source"`
-names the report a plan reproduces (plans/seed-*.json), `"arm_targets": "required"` refuses to
+names the report a plan reproduces (plans/seed-*.json), `"targets": "required"` refuses to
 run until `--arm-target` gives every arm a target. The command line may scale a plan down and
 point its arms at targets: `--scale`, `--threads`, `--time`, `--warmup-time`, `--workloads`,
 `--mysql-db`, `--arm-target` (tbsreport/seedplan.py).
@@ -38,7 +38,7 @@ from . import ROOT, ReportError, contract
 from .commands import DEFAULTS
 
 KEYS = {"workloads", "threads", "repeats", "seed", "options", "reset", "analyze", "prepare_threads", "arms",
-        "admin", "description", "source", "arm_targets", "prepare"}
+        "admin", "description", "source", "targets", "prepare"}
 ARM_KEYS = {"name", "options", "set_global", "description"}
 ADMIN_KEYS = {"user", "password_file", "host", "port"}
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.]{0,15}$")
@@ -81,8 +81,8 @@ def load(path):
     if not isinstance(repeats, int) or repeats < 1:
         raise _err(f"plan {path}: invalid repeats {repeats!r}: must be >= 1")
     check_options(path, "options", plan.get("options", {}))
-    if plan.get("arm_targets", "optional") not in ("required", "optional"):
-        raise _err(f"plan {path}: invalid arm_targets {plan['arm_targets']!r} (valid: required, optional)")
+    if plan.get("targets", "optional") not in ("required", "optional"):
+        raise _err(f"plan {path}: invalid targets {plan['targets']!r} (valid: required, optional)")
     for k in ("reset", "analyze", "prepare"):
         if not isinstance(plan.get(k, False), bool):
             raise _err(f"plan {path}: '{k}' must be true or false (got {plan[k]!r})")

@@ -12,7 +12,7 @@ tables of 10,000,000 rows, 150..3,072 threads, 5 or 20 minutes a step. On the co
   subset of the plan's workloads in the plan's order and `--mysql-db DB` another database;
 - `--arm-target ARM=HOST:PORT` (once per arm) points an arm at its target, `--arm-target
   all=HOST:PORT` every arm at one target (an A/A of the method). A plan with
-  `"arm_targets": "required"` (the seed plans) does not run until every arm has one.
+  `"targets": "required"` (the seed plans) does not run until every arm has one.
 
 Every value is checked before anything runs (ReportError, exit 2, naming the value and the
 valid ones); what was changed is recorded in results/plan-<id>.json (`overrides`, `scaled`) and
@@ -132,7 +132,7 @@ def apply(plan, path, a):
         opts["mysql_db"] = a.mysql_db
         overrides["mysql_db"] = a.mysql_db
     targets = parse_arm_targets(getattr(a, "arm_target", None), names)
-    if plan.get("arm_targets") == "required":
+    if plan.get("targets") == "required":
         missing = [n for n in names if n not in targets]
         if missing:
             raise _err(f"plan {path} needs a target for every arm; missing: {', '.join(missing)}. Give "
