@@ -8,7 +8,7 @@
   anything runs and leaves no results;
 - on the local stack: plans/seed-v2.0-vs-v1.0.json scaled down (32 tables x 1,000 rows, one
   workload, 1 and 2 threads, 1 s steps), both arms at the local TiDB, then `scripts/report
-  plan-<id>`: the report states the scale and has both arms; the tables exist (about 40 s).
+  plan-<id>`: the report states the scale and has both arms; the tables exist (about 20 s).
 """
 import json
 import os
@@ -293,3 +293,4 @@ def test_seed_plan_small_end_to_end(stack, tmp_path):
     assert re.search(r"^# Sysbench Performance Test Report -- .*\[v2\.0\.0rc6\] vs\. .*\[v1\.0\.8\]$", md, re.M)
     assert "| Rows per table | 1000 | 1000 |" in md and "| Tables | 32 | 32 |" in md
     print(f"seed plan {pid}: {time.time() - t0:.0f} s")
+    sql("tidb", f"DROP DATABASE {db}")

@@ -83,6 +83,8 @@ def load(path):
     check_options(path, "options", plan.get("options", {}))
     if plan.get("targets", "optional") not in ("required", "optional"):
         raise _err(f"plan {path}: invalid targets {plan['targets']!r} (valid: required, optional)")
+    if not isinstance(plan.get("source", ""), str):
+        raise _err(f"plan {path}: 'source' must name the report the plan reproduces (got {plan['source']!r})")
     for k in ("reset", "analyze", "prepare"):
         if not isinstance(plan.get(k, False), bool):
             raise _err(f"plan {path}: '{k}' must be true or false (got {plan[k]!r})")
