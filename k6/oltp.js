@@ -21,6 +21,7 @@ import { asText, connectOrExplain, existingTables, globalVariables, targetInfo }
 import { hostFacts, instanceOf, newTestId } from './lib/run.js';
 import { summarize, histName } from './lib/summary.js';
 import { monitorScenario, monitor as monitorTick } from './lib/progress.js';
+import { capture as captureStatements, statementsScenario } from './lib/statements.js';
 
 const o = parseOptions(__ENV);
 const testid = o.testid || newTestId();
@@ -35,7 +36,7 @@ const startWait = o.start_at ? Math.max(0, (o.start_at - Date.now()) / 1000) : 0
 export const options = o.help ? {
   scenarios: { help: { executor: 'shared-iterations', exec: 'help', vus: 1, iterations: 1 } },
 } : {
-  scenarios: { ...steps, ...monitorScenario(o, totalSeconds) },
+  scenarios: { ...steps, ...monitorScenario(o, totalSeconds), ...statementsScenario(o, totalSeconds) },
   thresholds: stepThresholds(o),
   tags: { testid, workload: o.workload },
   summaryTrendStats: ['avg', 'min', 'max', 'count'],
@@ -243,6 +244,12 @@ export default function (data) {
 // lines every report_interval seconds (lib/progress.js).
 export function monitor(data) {
   monitorTick(o, data, windows);
+}
+
+// One extra VU reads the target's statement summary at each step's boundaries, on a
+// connection of its own (lib/statements.js: the per-step statements of the manifest).
+export function statements(data) {
+  captureStatements(o, data, windows);
 }
 
 // `-e help=1`: nothing runs; the summary is the option list.

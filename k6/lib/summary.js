@@ -9,6 +9,7 @@
 // histogram (k6/x/tbs: 1,024 log buckets, nearest rank), with `percentile` (sysbench's
 // option, default 95) plus p50, p99 and max.
 import { stepWindows } from './steps.js';
+import { stepStatements } from './statements.js';
 
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
 
@@ -78,6 +79,8 @@ export function stepFigures(data, o, tbs, endedAt) {
     s.max_gap_s = Math.max(0, gap) / 1000;
     s.max_gap_start = gap > 0 ? gapStart : null;
     if (interrupted) s.interrupted = true;
+    const st = stepStatements(marks, sd.testid, win.threads, o.statements_top); // lib/statements.js
+    if (st) s.statements = st;
     s.qps = elapsed > 0 ? s.queries.total / elapsed : 0;
     s.tps = elapsed > 0 ? s.transactions / elapsed : 0;
     const cpu0 = marks[`${name}/cpu_start`];
