@@ -34,6 +34,7 @@ import { asText } from './target.js';
 
 const PREFIX = 'statements/';
 const TEXT_MAX = 400; // characters of a digest text kept in the manifest
+const PLAN_MAX = 3000; // characters of a plan (TiDB's PLAN column) kept in the manifest
 const BEFORE_LOAD_MS = 250; // the start snapshot this long before the load begins (no warm-up)
 const BEFORE_NEXT_MS = 250; // the end snapshot this long before the next step's connect phase
 const ROWS_MAX = 5000; // rows read per snapshot at most
@@ -72,7 +73,9 @@ function tidbQuery(table) {
   const inst = table.startsWith('CLUSTER_') ? 'INSTANCE' : "''";
   return `SELECT ${inst} AS inst, SUMMARY_BEGIN_TIME AS win, DIGEST AS d, PLAN_DIGEST AS pd, EXEC_COUNT AS n, ` +
     'SUM_LATENCY AS lat, MAX_LATENCY AS mx, PLAN_CACHE_HITS AS hits, SUM_ERRORS AS err, ' +
-    'AVG_PROCESSED_KEYS * EXEC_COUNT AS rowsx, DIGEST_TEXT AS txt ' +
+    // the plan's text only for the current window's rows (the step's): the older windows' rows
+    // are there for their counts
+    "AVG_PROCESSED_KEYS * EXEC_COUNT AS rowsx, DIGEST_TEXT AS txt, IF(SUMMARY_END_TIME >= NOW(), PLAN, '') AS plan " +
     `FROM information_schema.${table} WHERE SCHEMA_NAME = ? LIMIT ${ROWS_MAX}`;
 }
 
@@ -86,7 +89,7 @@ const isOn = (v) => ['1', 'on', 'true'].includes(asText(v).trim().toLowerCase())
 
 // Reader: the snapshots of one target. snapshot() -> {at, source, rows} | {at, unavailable} |
 // {at, error}; a row is [instance, window, digest, plan digest, executions, total ms, max ms,
-// plan cache hits, errors, rows examined, p95 ms, text].
+// plan cache hits, errors, rows examined, p95 ms, text, plan (TiDB's, as text)].
 export class Reader {
   constructor(o, product) {
     this.o = o;
@@ -185,12 +188,24 @@ function denied(e, o) {
   return `the user '${o.mysql_user}' may not read performance_schema (${m}): GRANT SELECT ON performance_schema.* TO '${o.mysql_user}'`;
 }
 
+// a text column: the driver gives its bytes; they are UTF-8 (TiDB's plans draw their tree with
+// box-drawing characters, and print µs)
+function text(v) {
+  const s = asText(v);
+  if (!(v instanceof ArrayBuffer || Array.isArray(v)) || !/[\x80-\xff]/.test(s)) return s;
+  try {
+    return decodeURIComponent(s.replace(/%/g, '%25').replace(/[\x80-\xff]/g, (c) => `%${c.charCodeAt(0).toString(16)}`));
+  } catch (_) {
+    return s; // not UTF-8: as it came
+  }
+}
+
 function toRow(r, unit) {
   const p95 = col(r, 'p95');
   return [asText(col(r, 'inst')), asText(col(r, 'win')), asText(col(r, 'd')), asText(col(r, 'pd')),
     num(col(r, 'n')), num(col(r, 'lat')) / unit, num(col(r, 'mx')) / unit, num(col(r, 'hits')),
     num(col(r, 'err')), num(col(r, 'rowsx')), p95 === undefined || p95 === null ? null : num(p95) / unit,
-    asText(col(r, 'txt')).slice(0, TEXT_MAX)];
+    text(col(r, 'txt')).slice(0, TEXT_MAX), text(col(r, 'plan')).slice(0, PLAN_MAX)];
 }
 
 // capture: the statements VU's one iteration: two snapshots per step (snapshotTimes), kept as
@@ -238,7 +253,7 @@ export function diffSnapshots(a, b, top) {
     let s = groups.get(g);
     if (!s) {
       s = { digest: r[2], plan_digest: r[3] || null, text: r[11], executions: 0, total_ms: 0, fresh: true,
-        max_ms: 0, p95_ms: null, plan_cache_hits: 0, errors: 0, rows_examined: 0 };
+        max_ms: 0, p95_ms: null, plan_cache_hits: 0, errors: 0, rows_examined: 0, plan: r[12] || '' };
       groups.set(g, s);
     }
     s.executions += n;
@@ -250,6 +265,7 @@ export function diffSnapshots(a, b, top) {
     s.max_ms = Math.max(s.max_ms, r[6]);
     if (r[10] !== null) s.p95_ms = s.p95_ms === null ? r[10] : Math.max(s.p95_ms, r[10]);
     if (r[11].length > s.text.length) s.text = r[11];
+    if (!s.plan && r[12]) s.plan = r[12];
   }
   let gone = 0;
   for (const [k, p] of before) if (!seen.has(k) && p[4] > 0) gone++;
@@ -271,6 +287,7 @@ export function diffSnapshots(a, b, top) {
     plan_cache_hits: out.source && out.source.startsWith('information_schema') ? s.plan_cache_hits : null,
     errors: s.errors,
     rows_examined: s.rows_examined,
+    ...(s.plan_digest && s.plan ? { plan: s.plan } : {}),
   }));
   const why = [];
   if (down) why.push(`${down} row(s) of the statement summary went down between the step's snapshots`);
