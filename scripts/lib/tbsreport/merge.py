@@ -266,6 +266,10 @@ def merge_step(t, per, pct, testid):
     m["window"] = {k: (min if k not in ("measure_end", "step_end") else max)(w[k] for w in wins if k in w)
                    for k in ("step_start", "measure_start", "measure_end", "step_end") if any(k in w for w in wins)}
     m["instances"] = [str(s["_id"]) for _, s in sorted(per.items())]
+    # the step's statement digests: only the first load generator reads them (k6/lib/statements.js)
+    st = [s["statements"] for _, s in sorted(per.items()) if "statements" in s]
+    if st:
+        m["statements"] = st[0]
     return m
 
 
