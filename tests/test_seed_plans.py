@@ -242,6 +242,9 @@ def sweep(*a, timeout=120):
     (["--arm-target", "all=127.0.0.1:4000", "--scale", "0"], "invalid --scale 0: a number F with 0 < F <= 1"),
     (["--arm-target", "all=127.0.0.1:4000", "--scale", "2"], "invalid --scale 2: a number F with 0 < F <= 1"),
     (["--arm-target", "all=127.0.0.1:4000", "--scale", "abc"], "invalid --scale abc: a number F with 0 < F <= 1"),
+    # what the plan file holds is not silently overridden from the command line
+    (["--arm-target", "all=127.0.0.1:4000", "-e", "time=3"], "-e does not apply to --plan: set it in the plan file"),
+    (["--arm-target", "all=127.0.0.1:4000", "--table-size", "10"], "--table-size does not apply to --plan"),
 ])
 def test_bad_command_lines_stop_before_any_run(tmp_path, extra, message):
     res = tmp_path / "results"

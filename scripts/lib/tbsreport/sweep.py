@@ -85,6 +85,15 @@ def parse_args(argv):
     if a.repeats < 1:
         raise ReportError(f"invalid --repeats {a.repeats}: must be >= 1", code=2)
     if a.plan:
+        # what a plan file holds itself is not taken from the command line (--threads, --time,
+        # --warmup-time, --workloads, --mysql-db and --scale do override it: tbsreport/seedplan.py)
+        for flag, v in (("-e", a.extra), ("--tables", a.tables), ("--table-size", a.table_size),
+                        ("--analyze", a.analyze), ("--reset", a.reset), ("--out", a.out),
+                        ("--prometheus", a.prometheus), ("--grafana", a.grafana), ("--baseline", a.baseline)):
+            if v:
+                raise ReportError(f"{flag} does not apply to --plan: set it in the plan file (its options, "
+                                  "analyze, reset), or scale rows with --scale; report with scripts/report "
+                                  "plan-<id>", code=2)
         return a, None, None, None
     for flag, v in (("--scale", a.scale), ("--arm-target", a.arm_target)):
         if v:
