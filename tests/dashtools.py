@@ -103,13 +103,16 @@ def queries(dash):
     return out
 
 
-VAR_RE = re.compile(r"\$\{(\w+)(?::[^}]*)?\}|\$(\w+)|\[\[(\w+)\]\]")
+VAR_RE = re.compile(r"\$\{(\w+)(?::([^}]*))?\}|\$(\w+)|\[\[(\w+)\]\]")
 
 
 def substitute(expr, values):
-    """Replace Grafana variables ($x, ${x}, ${x:fmt}, [[x]]) by values[x]; KeyError if unknown."""
+    """Replace Grafana variables ($x, ${x}, ${x:fmt}, [[x]]) by values[x] (values["x:fmt"] where
+    given, e.g. "__to:date:H"); KeyError if unknown."""
     def rep(m):
-        name = m.group(1) or m.group(2) or m.group(3)
+        name = m.group(1) or m.group(3) or m.group(4)
+        if m.group(2) and f"{name}:{m.group(2)}" in values:
+            return values[f"{name}:{m.group(2)}"]
         return values[name]
     return VAR_RE.sub(rep, expr)
 

@@ -117,7 +117,7 @@ def test_their_promql_parses_with_the_stacks_parser(prepared):
                 "k8s_cluster": "", "tidb_cluster": "", "__to:date:H": "12", "__to:date:m": "30"}
         for p in all_panels(d):
             for t in query_targets(p):
-                items.append({"id": str(len(items)), "lang": "promql", "expr": substitute(t["expr"], vals)})
+                items.append({"id": str(len(items)), "lang": "promql", "expr": dt.substitute(t["expr"], vals)})
                 where.append(f"{name}: {p.get('title')!r}")
     res = dt.exprcheck(items)
     bad = [f"{w}: {r.get('error')}\n  {i['expr']}" for w, i, r in zip(where, items, res) if not r["ok"]]
@@ -170,14 +170,6 @@ def test_compose_prepares_the_initializer_images_dashboards_of_tidb_version():
 
 
 # ------------------------------------------------------------------------------ live
-VAR_RE = re.compile(r"\$\{([\w:]+)\}|\$(\w+)|\[\[(\w+)\]\]")
-
-
-def substitute(expr, vals):
-    def rep(m):
-        name = m.group(1) or m.group(2) or m.group(3)
-        return vals[name]
-    return VAR_RE.sub(rep, expr)
 
 
 def get(path, params):
@@ -207,9 +199,9 @@ def resolve_variables(d, start, end):
         params = {"start": f"{start:.0f}", "end": f"{end:.0f}"}
         if m.group("expr"):
             try:
-                params["match[]"] = substitute(m.group("expr"), vals)
+                params["match[]"] = dt.substitute(m.group("expr"), vals)
             except KeyError:  # a variable PingCAP never defined ($kuberentes): Grafana leaves it empty
-                params["match[]"] = VAR_RE.sub("", m.group("expr"))
+                params["match[]"] = dt.VAR_RE.sub("", m.group("expr"))
         got = get(f"/api/v1/label/{m.group('label')}/values", params)
         if v.get("includeAll"):
             vals[v["name"]] = v.get("allValue") or ("(" + "|".join(re.escape(x).replace("\\", "\\\\") for x in got) + ")" if got else "")
@@ -262,7 +254,7 @@ def test_share_of_official_panels_with_data_after_a_run(prepared, tidb_run, caps
             n += 1
             ok = False
             for t in ts:
-                expr = substitute(t["expr"], vals)
+                expr = dt.substitute(t["expr"], vals)
                 if has_data(get("/api/v1/query_range", {"query": expr, "start": f"{start:.0f}",
                                                          "end": f"{end:.0f}", "step": "15"})["result"]):
                     ok = True
