@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import ROOT, ReportError, charts, commands, disturb, grafana, sbhist, stats
+from . import ROOT, ReportError, charts, commands, disturb, grafana, sbhist, statements, stats
 from .fmt import (md_table, num, product_name, runset_label, short_version, utc, workload_name)
 from .manifest import common_workloads
 from .prom import DEFAULT_BUCKET_FACTOR, crosscheck, run_figures
@@ -178,6 +178,7 @@ class Report:
             L.append("")
             from . import differs
             L.extend(differs.section(self.sets, a))
+            L.extend(statements.section(self.sets, a, self.workloads))  # why QPS moved: tbsreport/statements.py
             L.pop()
         else:
             L.append(f"# Sysbench Performance Test Report -- {a[0]}")
@@ -647,6 +648,7 @@ class Report:
         if chart:
             L.append(f"![{name}: QPS and 95% latency against threads]({chart})")
             L.append("")
+        L.extend(statements.workload_lines(self.sets, self.labels, w, self.pair))  # "### <name> statements"
         return L
 
     def headline(self, w, name, metric, what, threads):

@@ -80,26 +80,24 @@ def why_text(runs):
 
 
 def workload_lines(sets, labels, w, pair):
-    """A workload's Statements table per side: the top statements of its highest thread step with
-    statements (first sample), as a markdown list of lines; [] for manifests without them."""
+    """A workload's "### <workload> statements" section: per side, the top statements of its highest
+    thread step with statements (first sample), as markdown lines; [] for manifests without them."""
     if not recorded(sets):
         return []
-    L = []
+    L = [f"### {workload_name(w)} statements", ""]
     for i, s in enumerate(sets):
         run = s.samples()[w][0]
-        who = f"{labels[i]}: " if pair else ""
+        who = f"**{labels[i]}**, " if pair else ""
         have = [(st.get("threads"), st) for st in run.steps if (st.get("statements") or {}).get("available")]
         if not have:
-            L += [f"**Statements** ({who.rstrip(': ')}{', ' if pair else ''}{workload_name(w)}): not available: "
-                  f"{why_text([run])}.", ""]
+            L += [f"{who}testid {run.testid}: no statements: {why_text([run])}.", ""]
             continue
         t, step = max(have, key=lambda x: x[0])
         st = step["statements"]
         top = st.get("top") or []
         elapsed = step.get("elapsed_s") or step.get("seconds") or 0
         total = st.get("total_ms") or 0
-        head = (f"**Statements** ({who}{workload_name(w)} at {t} thread{'s' if t != 1 else ''}, testid {run.testid}): "
-                f"the top {min(len(top), TABLE_ROWS)} of {st.get('digests', len(top))} statement digests of database "
+        head = (f"{who}{t} thread{'s' if t != 1 else ''} (the highest step), testid {run.testid}: the top {min(len(top), TABLE_ROWS)} of {st.get('digests', len(top))} statement digests of database "
                 f"`{(run.manifest.get('target') or {}).get('db', '?')}` by total latency in the step's measured "
                 f"window, from {source_text(st)} (snapshots at the window's start and after its graceful tail).")
         L += [head, ""]
