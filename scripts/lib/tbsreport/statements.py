@@ -123,9 +123,8 @@ def workload_lines(sets, labels, w, pair):
                 row.append(num((x.get("rows_examined") or 0) / n, 1) if n else "—")
             row.append(f"{(x.get('total_ms') or 0) / total * 100:.1f}%" if total else "—")
             if tidb:
-                hits = x.get("plan_cache_hits")
-                row += [f"`{short_plan(x.get('plan_digest'))}`",
-                        f"{hits / n * 100:.0f}%" if hits is not None and n else "—"]
+                hits, pd = x.get("plan_cache_hits"), x.get("plan_digest")
+                row += [f"`{short_plan(pd)}`" if pd else "—", f"{hits / n * 100:.0f}%" if hits is not None and n and pd else "—"]
             rows.append(row)
         L += [md_table(hdr, rows, "l" + "r" * (len(hdr) - 1 - 2 * tidb) + "lr" * tidb), ""]
     return L
