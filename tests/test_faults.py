@@ -36,8 +36,10 @@ def report(sb, testid, tmp_path):
 
 
 # ---------------------------------------------------------------------------- 1. database faults
-@pytest.mark.parametrize("target", ["tidb", "mariadb"])
-@pytest.mark.parametrize("kind", ["kill", "drop"])
+# kill on both servers (each recovers its own way: TiDB restarts, MariaDB runs crash recovery);
+# the cut network once (our TCP proxy: what the client sees does not depend on the server
+# behind it; tools/faults runs the whole matrix)
+@pytest.mark.parametrize("target,kind", [("tidb", "kill"), ("mariadb", "kill"), ("tidb", "drop")])
 def test_database_fault_mid_step_run_goes_on(sb, target, kind, tmp_path):
     """The server killed (-9) and started 4 s later, or the network to it cut and refused for
     4 s, 2 s into the first of two steps: the run keeps going, reconnects, ends at its planned
@@ -196,10 +198,10 @@ def test_full_or_unwritable_results_dir_stops_before_any_query(sb, tmp_path, wha
 
 # ---------------------------------------------------------------------------- 4. a short soak
 def test_short_soak_with_a_fault_keeps_memory_and_descriptors_flat(sb):
-    """About 2 minutes at full speed with TiDB killed in the middle (tools/faults soak runs
-    30 minutes): k6's RSS stays flat, its file descriptors and connections come back to what
+    """A minute at full speed with TiDB killed in the middle (tools/faults soak runs 30
+    minutes): k6's RSS stays flat, its file descriptors and connections come back to what
     they were (the connections of the killed server are closed, not leaked)."""
-    row = fs.soak(sb, minutes=float(os.environ.get("TBS_SOAK_MINUTES", "1.5")), threads=8, sample_every=5)
+    row = fs.soak(sb, minutes=float(os.environ.get("TBS_SOAK_MINUTES", "1")), threads=8, sample_every=5)
     r = row["_run"]
     assert r.returncode == 0, r.output[-3000:]
     assert row["samples"] >= 8, row
