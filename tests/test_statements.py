@@ -34,10 +34,10 @@ export default function () {
     if (c.fn === 'diff') out[name] = diffSnapshots(c.a, c.b, c.top);
     else if (c.fn === 'times') out[name] = snapshotTimes(c.o, c.w);
     else {
-      const marks = {};
-      for (const [phase, snap] of Object.entries(c.snaps)) marks[`statements/${c.testid}/t${c.threads}/${phase}\\n${JSON.stringify(snap)}`] = 1;
-      marks['other/mark'] = 5;
-      out[name] = stepStatements(marks, c.testid, c.threads, 10) || null;
+      const notes = {};
+      for (const [phase, snap] of Object.entries(c.snaps)) notes[`statements/${c.testid}/t${c.threads}/${phase}`] = JSON.stringify(snap);
+      notes['other/note'] = 'x';
+      out[name] = stepStatements(notes, c.testid, c.threads, 10) || null;
     }
   }
   console.log(`RESULT ${JSON.stringify(out)}`);
@@ -124,16 +124,16 @@ def test_a_reset_summary_makes_the_step_partial_never_negative(tmp_path):
     assert by["d2"]["plan_digest"] is None and by["d2"]["plan_cache_hits"] is None  # MySQL has neither
 
 
-def test_step_statements_from_marks(tmp_path):
+def test_step_statements_from_notes(tmp_path):
     ok = {"at": 1, "source": "x", "rows": [row("d1", 1, 1.0)]}
     ok2 = {"at": 2, "source": "x", "rows": [row("d1", 3, 2.0)]}
     r = run_js(tmp_path, {
-        "both": {"fn": "marks", "testid": "t-1", "threads": 4, "snaps": {"start": ok, "end": ok2}},
-        "other_step": {"fn": "marks", "testid": "t-1", "threads": 8, "snaps": {}},
-        "no_end": {"fn": "marks", "testid": "t-1", "threads": 4, "snaps": {"start": ok}},
-        "off": {"fn": "marks", "testid": "t-1", "threads": 4,
+        "both": {"fn": "notes", "testid": "t-1", "threads": 4, "snaps": {"start": ok, "end": ok2}},
+        "other_step": {"fn": "notes", "testid": "t-1", "threads": 8, "snaps": {}},
+        "no_end": {"fn": "notes", "testid": "t-1", "threads": 4, "snaps": {"start": ok}},
+        "off": {"fn": "notes", "testid": "t-1", "threads": 4,
                 "snaps": {"start": {"at": 1, "unavailable": "performance_schema is OFF"}, "end": ok2}},
-        "error": {"fn": "marks", "testid": "t-1", "threads": 4,
+        "error": {"fn": "notes", "testid": "t-1", "threads": 4,
                   "snaps": {"start": ok, "end": {"at": 2, "error": "Error 1105: boom"}}},
     })
     assert r["both"]["available"] and r["both"]["top"][0]["executions"] == 2

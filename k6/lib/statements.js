@@ -20,9 +20,8 @@
 // Averages are total / executions of the step; max and p95 (MySQL 8's QUANTILE_95) are
 // cumulative on the server, so they are given only for digests first seen within the step.
 //
-// The snapshots reach handleSummary (another JavaScript runtime) through k6/x/tbs's
-// process-wide marks, whose names are strings: a snapshot is the JSON after the mark name's
-// first newline (no Go change for a string store). Nothing here ever fails the run: a failed
+// The snapshots reach handleSummary (another JavaScript runtime) as k6/x/tbs's process-wide
+// notes (JSON under a name per step and phase). Nothing here ever fails the run: a failed
 // read becomes {available: false, why}.
 import exec from 'k6/execution';
 import { sleep } from 'k6';
@@ -209,7 +208,7 @@ function toRow(r, unit) {
 }
 
 // capture: the statements VU's one iteration: two snapshots per step (snapshotTimes), kept as
-// marks for handleSummary. Only the first load generator (lane 0) reads.
+// notes for handleSummary. Only the first load generator (lane 0) reads.
 export function capture(o, data, windows) {
   if (data.lane !== 0) return;
   const base = exec.scenario.startTime; // the scenarios' start: this scenario's startTime is 0
@@ -221,7 +220,7 @@ export function capture(o, data, windows) {
         const wait = base + times[i] - Date.now();
         if (wait > 0) sleep(wait / 1000);
         const snap = reader.snapshot();
-        tbs.mark(`${PREFIX}${data.testid}/t${w.threads}/${phase}\n${JSON.stringify(snap)}`, snap.at);
+        tbs.note(`${PREFIX}${data.testid}/t${w.threads}/${phase}`, JSON.stringify(snap));
       }
     }
   } finally {
@@ -300,17 +299,14 @@ export function diffSnapshots(a, b, top) {
   return out;
 }
 
-// stepStatements(marks, testid, threads, top) -> the step's `statements` for the manifest;
-// undefined when this process read none (statements_top=0, another load generator).
-export function stepStatements(marks, testid, threads, top) {
+// stepStatements(notes, testid, threads, top) -> the step's `statements` for the manifest
+// (notes: tbs.notes()); undefined when this process read none (statements_top=0, another load
+// generator).
+export function stepStatements(notes, testid, threads, top) {
   const snaps = {};
-  const head = `${PREFIX}${testid}/t${threads}/`;
-  for (const name of Object.keys(marks)) {
-    if (!name.startsWith(head)) continue;
-    const nl = name.indexOf('\n');
-    try {
-      snaps[name.slice(head.length, nl)] = JSON.parse(name.slice(nl + 1));
-    } catch (_) { /* not ours */ }
+  for (const phase of ['start', 'end']) {
+    const text = notes[`${PREFIX}${testid}/t${threads}/${phase}`];
+    if (text !== undefined) snaps[phase] = JSON.parse(text);
   }
   const a = snaps.start;
   const b = snaps.end;

@@ -37,6 +37,7 @@ export function stepFigures(data, o, tbs, endedAt) {
   const windows = stepWindows(o);
   const sd = data.setup_data || {};
   const marks = tbs.marks();
+  const notes = tbs.notes();
   const out = [];
   for (const win of windows) {
     const name = histName(sd.testid, win.threads);
@@ -79,7 +80,7 @@ export function stepFigures(data, o, tbs, endedAt) {
     s.max_gap_s = Math.max(0, gap) / 1000;
     s.max_gap_start = gap > 0 ? gapStart : null;
     if (interrupted) s.interrupted = true;
-    const st = stepStatements(marks, sd.testid, win.threads, o.statements_top); // lib/statements.js
+    const st = stepStatements(notes, sd.testid, win.threads, o.statements_top); // lib/statements.js
     if (st) s.statements = st;
     s.qps = elapsed > 0 ? s.queries.total / elapsed : 0;
     s.tps = elapsed > 0 ? s.transactions / elapsed : 0;

@@ -13,12 +13,5 @@ func (c *Counter) Get() int64 { return c.v.Load() }
 
 // Counter returns the process-wide counter called name.
 func (m *Module) Counter(name string) *Counter {
-	m.r.mu.Lock()
-	defer m.r.mu.Unlock()
-	c, ok := m.r.counters[name]
-	if !ok {
-		c = &Counter{}
-		m.r.counters[name] = c
-	}
-	return c
+	return shared(m.r, m.r.counters, name, func() *Counter { return &Counter{} })
 }

@@ -160,14 +160,7 @@ func (h *Histogram) Snapshot() map[string]any {
 
 // Histogram returns the process-wide histogram called name (made on first use).
 func (m *Module) Histogram(name string) *Histogram {
-	m.r.mu.Lock()
-	defer m.r.mu.Unlock()
-	h, ok := m.r.hists[name]
-	if !ok {
-		h = newHistogram()
-		m.r.hists[name] = h
-	}
-	return h
+	return shared(m.r, m.r.hists, name, newHistogram)
 }
 
 // PercentileOf computes sysbench's percentile over sparse [index, count] pairs (for merged

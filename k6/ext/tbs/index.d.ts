@@ -53,6 +53,10 @@ export interface Tbs {
   mark(name: string, v: number): void;
   /** Every mark. */
   marks(): Record<string, number>;
+  /** Records the text `text` under `name` (for handleSummary, another runtime); the first write wins. */
+  note(name: string, text: string): void;
+  /** Every note. */
+  notes(): Record<string, string>;
 
   /** CPU seconds (user + system) this process has used. */
   cpuSeconds(): number;

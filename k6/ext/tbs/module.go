@@ -46,6 +46,7 @@ type root struct {
 	tallies  map[string]*Tally
 	bounded  map[*metrics.Metric]bool
 	marks    map[string]float64
+	notes    map[string]string
 }
 
 func newRoot() *root {
@@ -53,6 +54,18 @@ func newRoot() *root {
 		hists: map[string]*Histogram{}, queues: map[string]*Queue{}, uniques: map[string]*Unique{},
 		counters: map[string]*Counter{}, tallies: map[string]*Tally{}, bounded: map[*metrics.Metric]bool{},
 	}
+}
+
+// shared returns the process-wide object called name in objs, made by mk on first use.
+func shared[T any](r *root, objs map[string]*T, name string, mk func() *T) *T {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o, ok := objs[name]
+	if !ok {
+		o = mk()
+		objs[name] = o
+	}
+	return o
 }
 
 func (r *root) NewModuleInstance(vu modules.VU) modules.Instance { return &Module{r: r, vu: vu} }

@@ -130,16 +130,13 @@ func (q *Queue) Stats() map[string]float64 {
 // Queue returns the process-wide queue called name, made on first use with `rate` events
 // per second from start to end (epoch ms); seed 0 seeds from the clock.
 func (m *Module) Queue(name string, rate, start, end float64, seed int64) *QueueHandle {
-	m.r.mu.Lock()
-	defer m.r.mu.Unlock()
-	if q, ok := m.r.queues[name]; ok {
-		return &QueueHandle{q: q, m: m}
-	}
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	q := &Queue{rng: rand.New(rand.NewSource(seed)), meanMs: 1000 / rate, end: end}
-	q.next = start + q.exp()
-	m.r.queues[name] = q
+	q := shared(m.r, m.r.queues, name, func() *Queue {
+		if seed == 0 {
+			seed = time.Now().UnixNano()
+		}
+		q := &Queue{rng: rand.New(rand.NewSource(seed)), meanMs: 1000 / rate, end: end}
+		q.next = start + q.exp()
+		return q
+	})
 	return &QueueHandle{q: q, m: m}
 }

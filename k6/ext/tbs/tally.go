@@ -106,12 +106,5 @@ func (h *TallyHandle) IntervalPercentile(p float64) float64 { return h.t.interva
 
 // Tally returns the process-wide tally called name (made on first use).
 func (m *Module) Tally(name string) *TallyHandle {
-	m.r.mu.Lock()
-	defer m.r.mu.Unlock()
-	t, ok := m.r.tallies[name]
-	if !ok {
-		t = &Tally{}
-		m.r.tallies[name] = t
-	}
-	return &TallyHandle{t: t, m: m}
+	return &TallyHandle{t: shared(m.r, m.r.tallies, name, func() *Tally { return &Tally{} }), m: m}
 }

@@ -33,20 +33,16 @@ func (u *Unique) Next() uint32 {
 // Unique returns the process-wide sequence called name, seeded as sysbench seeds it
 // (rand_unique_seed(index, offset)) on first use.
 func (m *Module) Unique(name string, seedIndex, seedOffset uint32, stride, lane int) *Unique {
-	m.r.mu.Lock()
-	defer m.r.mu.Unlock()
-	if u, ok := m.r.uniques[name]; ok {
+	return shared(m.r, m.r.uniques, name, func() *Unique {
+		if stride < 1 {
+			stride = 1
+		}
+		u := &Unique{stride: uint32(stride), lane: uint32(lane)}
+		// sysbench's start index is permute(permute(index) + 0x682f0161); with a stride the
+		// sequence index i maps to start + i*stride + lane, so the start is divided out.
+		start := permute(permute(seedIndex) + 0x682f0161)
+		u.index.Store(start / uint32(stride))
+		u.offset = permute(permute(seedOffset) + 0x46790905)
 		return u
-	}
-	if stride < 1 {
-		stride = 1
-	}
-	u := &Unique{stride: uint32(stride), lane: uint32(lane)}
-	// sysbench's start index is permute(permute(index) + 0x682f0161); with a stride the
-	// sequence index i maps to start + i*stride + lane, so the start is divided out.
-	start := permute(permute(seedIndex) + 0x682f0161)
-	u.index.Store(start / uint32(stride))
-	u.offset = permute(permute(seedOffset) + 0x46790905)
-	m.r.uniques[name] = u
-	return u
+	})
 }
