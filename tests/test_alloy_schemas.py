@@ -3,7 +3,7 @@ parser and evaluator against compose/alloy/check/schema.json, a table of the com
 arguments, blocks and exports config.alloy uses. Here: the table is the one Alloy's reference
 documentation gives for the release .env pins (the pages are in that release's module, from the
 Go module proxy), a version bump in .env fails until the table is re-checked, and the checker
-fails configs Alloy would refuse (tests/test_compose.py runs it on the real config and on
+fails configs Alloy would refuse (tests/test_compose_k6.py runs it on the real config and on
 misspelt attributes, references, actions, functions, components and syntax errors)."""
 import json
 import os
@@ -138,7 +138,7 @@ def alloy_check(tmp_path_factory):
     return out
 
 
-# What the schema and Alloy's evaluator catch beyond tests/test_compose.py's broken configs:
+# What the schema and Alloy's evaluator catch beyond tests/test_compose_k6.py's broken configs:
 # (what, text in config.alloy, its replacement, what the error names)
 BROKEN = [
     ("misspelt block argument", "values = [", "valuez = [", 'unrecognized attribute name "valuez"'),

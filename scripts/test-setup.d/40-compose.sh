@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Setup for tests/test_compose.py (the compose stack's static proofs; no Docker engine needed):
+# Setup for tests/test_compose*.py (the compose stack's static proofs; no Docker engine needed):
 #   bin/docker-compose  docker compose v2.40.3 from the Go module proxy (scripts/build compose)
 #   bin/loki            Loki, for -verify-config on loki/loki.yaml (scripts/build loki)
 #   bin/tidb-server     TiDB, to check compose/config/*/tidb.toml and run init.sql (scripts/build tidb)
