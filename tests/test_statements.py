@@ -230,6 +230,23 @@ def test_a_side_without_statements_and_old_manifests():
     assert statements.workload_lines([runset("o", [old])], ["A"], "oltp_read_only", False) == []
 
 
+def test_a_plan_made_without_statistics_is_named():
+    """TiDB's plan text says when it was made without the table's statistics (the first step
+    after an ANALYZE or a restart, before TiDB loaded them): the workload's statements say so."""
+    scan = dict(stmt(RANGE, 20.0, plan="p9"), plan="TableFullScan_5 cop[tikv] table:sbtest1, stats:partial[id:allEvicted]")
+    lookup = dict(stmt(RANGE, 0.5), plan="IndexLookUp_10 root ... IndexRangeScan_8 table:sbtest1, index:k_1(k)")
+    run = runset("a", [run_of("a1", {1: [scan], 2: [lookup]})])
+    md = "\n".join(statements.workload_lines([run], ["A"], "oltp_read_only", False))
+    assert ("**Statistics not loaded:** `select c from sbtest1 where id between ? and ?` ran at 1 thread with a plan "
+            "TiDB made without the table's statistics (`stats:partial[id:allEvicted]` in its plan)") in md, md
+    pseudo = dict(lookup, plan="TableReader ... stats:pseudo")
+    md = "\n".join(statements.workload_lines([runset("b", [run_of("b1", {2: [pseudo], 4: [pseudo]})])], ["B"],
+                                              "oltp_read_only", False))
+    assert "ran at 2, 4 threads with a plan TiDB made without the table's statistics (`stats:pseudo`" in md, md
+    ok = runset("c", [run_of("c1", {2: [lookup]})])
+    assert "Statistics not loaded" not in "\n".join(statements.workload_lines([ok], ["C"], "oltp_read_only", False))
+
+
 # -- on the local stack
 
 

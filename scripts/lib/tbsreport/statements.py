@@ -127,6 +127,36 @@ def workload_lines(sets, labels, w, pair):
                 row += [f"`{short_plan(pd)}`" if pd else "—", f"{hits / n * 100:.0f}%" if hits is not None and n and pd else "—"]
             rows.append(row)
         L += [md_table(hdr, rows, "l" + "r" * (len(hdr) - 1 - 2 * tidb) + "lr" * tidb), ""]
+        L += missing_stats_lines(s.samples()[w], who)
+    return L
+
+
+# TiDB's plan text names the statistics a plan was made with: `stats:pseudo` (none) or
+# `stats:partial[<column or index>:allEvicted, ...]` (some not in memory yet, e.g. right after a
+# restart or an ANALYZE: TiDB loads them on first use and may plan before they arrive)
+MISSING_STATS = re.compile(r"stats:(pseudo|partial\[[^\]]*\])")
+
+
+def missing_stats_lines(runs, who=""):
+    """A warning per statement whose plan, in any step of the runs, was made without the table's
+    statistics: that step measured a plan the others may not have used (a full scan instead of an
+    index lookup, say), which a change between steps or runs must not be mistaken for."""
+    seen = {}
+    for run in runs:
+        for step in run.steps:
+            for x in ((step.get("statements") or {}).get("top") or []):
+                m = MISSING_STATS.search(x.get("plan") or "")
+                if m:
+                    d = seen.setdefault(short(x.get("text")), {"threads": set(), "stats": m.group(0)})
+                    d["threads"].add(step.get("threads"))
+    L = []
+    for text, d in seen.items():
+        t = ", ".join(str(n) for n in sorted(d["threads"]))
+        L += [f"> **Statistics not loaded:** {who}`{text}` ran at {t} thread{'s' if t != '1' else ''} with a plan "
+              f"TiDB made without the table's statistics (`{d['stats']}` in its plan): those steps measure that "
+              "plan, which may not be the one the other steps used (the plan digests above). TiDB loads statistics "
+              "on first use (after a restart or an ANALYZE); a warm-up run first, or a higher "
+              "`tidb_stats_load_sync_wait`, gives the plans the statistics.", ""]
     return L
 
 
