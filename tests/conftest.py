@@ -58,6 +58,32 @@ def fresh_db(target, name):
     return name
 
 
+RW_TIME_S, RW_WARMUP_S = 12, 3  # read_write_runs: per step 3 s of warm-up, then 12 s measured
+
+
+@pytest.fixture(scope="session")
+def read_write_runs(stack, tmp_path_factory):
+    """Two real 2-step (2 and 4 threads) oltp_read_write runs, shared by the tests that read
+    what a run leaves behind in Prometheus and Loki (test_dashboards_live, test_resources): one
+    on TiDB, one on MariaDB as a rate run (sysbench's --rate, 100 events/s: the response-time
+    panels need one). Their own database and results folder. Returns (results_dir, {target:
+    the run's manifest})."""
+    res = tmp_path_factory.mktemp("rw-results")
+    out = {}
+    for target, port in TARGETS.items():
+        db = fresh_db(target, "sbtest_rwruns")
+        common = ["-e", f"mysql_port={port}", "-e", f"mysql_db={db}", "-e", "tables=2", "-e", "table_size=5000"]
+        k6("run", "-q", *common, "prepare.js", env={"K6_OUT": ""})
+        testid = f"rw-{target}-{int(time.time())}"
+        rate = ["-e", "rate=100"] if target == "mariadb" else []
+        k6("run", "-q", *common, *rate, "-e", "workload=oltp_read_write", "-e", "threads=2,4",
+           "-e", f"time={RW_TIME_S}", "-e", f"warmup_time={RW_WARMUP_S}", "-e", f"testid={testid}",
+           "-e", f"results_dir={res}", "oltp.js")
+        out[target] = json.loads((res / f"{testid}.json").read_text())
+        assert [s["threads"] for s in out[target]["steps"]] == [2, 4]
+    return res, out
+
+
 def k6(*args, env=None, timeout=600, check=True):
     """Runs scripts/k6 (our k6 with the stack's settings) from the repo's k6/ folder."""
     e = dict(os.environ)

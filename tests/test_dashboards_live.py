@@ -1,7 +1,7 @@
 """Live checks of the dashboards on the local stack (issue #5).
 
 Two real 2-step sysbench runs with our k6 — oltp_read_write against the local TiDB and against
-the local MariaDB — then every panel, annotation and variable query that concerns the local
+the local MariaDB (conftest.py's read_write_runs, which test_resources reads too) — then every panel, annotation and variable query that concerns the local
 stack (TiKV and PD need the compose cluster) is run against Prometheus and Loki with the
 dashboard variables set to those runs, and must return data. The step table's QPS per step must
 equal k6's own per-step figure (the run's JSON summary) within 2%.
@@ -10,25 +10,18 @@ import json
 import math
 import os
 import re
-import subprocess
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 
-import pymysql
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 import dashtools as dt  # noqa: E402
 
-STATE = os.environ.get("TBS_STATE", os.path.join(ROOT, ".stack"))
 PROM = "http://127.0.0.1:9090"
 LOKI = "http://127.0.0.1:3100"
-PORTS = {"tidb": 4000, "mariadb": 3306}
-DB = "sbtest_dashboards"  # our own database (the sbtest user owns sbtest*)
-STEPS = "2,4"
-TIME_S, WARMUP_S = 8, 3   # per step: 3 s warm-up + 8 s measured (+3 s grace): ~28 s a run
 
 # The official k6 dashboard for Prometheus with native histograms ("k6 Prometheus (Native
 # Histograms)", grafana/xk6-output-prometheus-remote: grafana/dashboards/
@@ -86,45 +79,6 @@ def grafana_regex(value):
 
 
 # ------------------------------------------------------------------------------ the runs
-def run(cmd, **kw):
-    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    assert p.returncode == 0, f"{' '.join(cmd)} exited {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
-    return p
-
-
-def k6(*args, env=None):
-    e = {**os.environ, **(env or {})}
-    return run([os.path.join(ROOT, "scripts", "k6"), "run", "-q", *args], cwd=os.path.join(ROOT, "k6"),
-               env=e, timeout=300)
-
-
-def sbtest_password():
-    with open(os.path.join(STATE, "secrets", "sbtest"), encoding="utf-8") as f:
-        return f.read().strip()
-
-
-def bench_run(target, tmp):
-    """prepare + a 2-step oltp_read_write run; returns k6's JSON summary of the run."""
-    port = PORTS[target]
-    conn = pymysql.connect(host="127.0.0.1", port=port, user="sbtest", password=sbtest_password(),
-                           autocommit=True)
-    with conn, conn.cursor() as cur:
-        cur.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
-    common = ["-e", f"mysql_port={port}", "-e", f"mysql_db={DB}", "-e", "tables=2",
-              "-e", "table_size=2000"]
-    k6(*common, "-e", "recreate=true", "prepare.js", env={"K6_OUT": ""})
-    testid = f"dash-{target}-{int(time.time())}"
-    # the MariaDB run is a rate run (sysbench's --rate): the response-time panels need one
-    rate = ["-e", "rate=100"] if target == "mariadb" else []
-    k6(*common, *rate, "-e", "workload=oltp_read_write", "-e", f"threads={STEPS}",
-       "-e", f"time={TIME_S}", "-e", f"warmup_time={WARMUP_S}", "-e", f"testid={testid}",
-       "-e", f"results_dir={tmp}", "oltp.js")
-    with open(os.path.join(tmp, f"{testid}.json"), encoding="utf-8") as f:
-        summary = json.load(f)
-    assert summary["testid"] == testid and [s["threads"] for s in summary["steps"]] == [2, 4]
-    return summary
-
-
 class Run:
     def __init__(self, summary):
         self.s = summary
@@ -138,12 +92,10 @@ class Run:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    run([os.path.join(ROOT, "scripts", "stack"), "up", "--target", "both"], timeout=1800)
-    tmp = str(tmp_path_factory.mktemp("k6-results"))
-    out = {}
-    for target in ("tidb", "mariadb"):
-        out[target] = Run(bench_run(target, tmp))
+def runs(read_write_runs):
+    """conftest.py's two runs (TiDB; MariaDB at a fixed rate), as Run objects."""
+    _, manifests = read_write_runs
+    out = {target: Run(m) for target, m in manifests.items()}
     # Everything is in: k6 flushed its last remote write when it stopped; give scrapes
     # (5 s) and rate windows past the end of the last run, and promtail, time to catch up.
     last = out["mariadb"]
@@ -320,7 +272,7 @@ def test_step_table_ignores_warmup_and_other_steps(runs, dashboards):
     warm = prom_instant(f'sum(max_over_time(k6_oltp_queries_total{{testid="{r.testid}", threads="4", warmup="true"}}[1h]))', now)
     assert warm and float(warm[0]["value"][1]) > 0  # the warm-up ran and was counted apart
     step4 = next(s for s in r.s["steps"] if s["threads"] == 4)
-    assert abs(tab["A"]["4"] * TIME_S - step4["queries"]["total"]) <= 0.02 * step4["queries"]["total"]
+    assert abs(tab["A"]["4"] * step4["seconds"] - step4["queries"]["total"]) <= 0.02 * step4["queries"]["total"]
 
 
 def test_run_comparison_per_step_change(runs, dashboards):

@@ -1,7 +1,8 @@
 """Resource use per run and per step (issue 13): what a step cost the database and the load
 generator.
 
-Two real 2-step oltp_read_write runs (local TiDB, local MariaDB). The report's per-step CPU
+Two real 2-step oltp_read_write runs (local TiDB, local MariaDB at a fixed rate; conftest.py's
+read_write_runs, which test_dashboards_live reads too). The report's per-step CPU
 (counters' increase over the measured window: TiDB's own process metrics, MariaDB's from
 process-exporter, k6's k6_oltp_client_cpu_seconds_total) is checked against independent
 figures: the Benchmark run dashboard's step table (a different PromQL: the mean rate over the
@@ -16,31 +17,22 @@ import time
 import pytest
 
 import dashtools as dt
-from conftest import ROOT, fresh_db, k6, prom, prom_wait
+from conftest import ROOT, prom, prom_wait
 from tbsreport.manifest import resolve
 from tbsreport.loadgen import usable_cores
 from tbsreport.prom import Prometheus, run_figures
 from test_report_helpers import md_tables_after, run_report
 
-DB = "sbtest_resources"
-PORTS = {"tidb": 4000, "mariadb": 3306}
-
-
 @pytest.fixture(scope="module")
-def runs(stack, tmp_path_factory):
-    res = tmp_path_factory.mktemp("results")
-    out = {}
-    for target, port in PORTS.items():
-        fresh_db(target, DB)
-        common = ["-e", f"mysql_port={port}", "-e", f"mysql_db={DB}", "-e", "tables=2", "-e", "table_size=5000"]
-        k6("run", "-q", *common, "prepare.js", env={"K6_OUT": ""})
-        testid = f"res-{target}-{int(time.time())}"
-        k6("run", "-q", *common, "-e", "workload=oltp_read_write", "-e", "threads=2,4", "-e", "time=12",
-           "-e", "warmup_time=2", "-e", f"testid={testid}", "-e", f"results_dir={res}", "oltp.js")
-        out[target] = testid
+def runs(read_write_runs):
+    """conftest.py's two oltp_read_write runs (TiDB; MariaDB at a fixed rate), with the scrapes
+    after their last measured window (5 s interval) in."""
+    res, manifests = read_write_runs
+    out = {target: m["testid"] for target, m in manifests.items()}
     for testid in out.values():
         prom_wait(f'max_over_time(k6_oltp_marker{{testid="{testid}", event="run_end"}}[10m])', bool, timeout=60)
-    time.sleep(8)  # the scrapes after the last measured window (5 s interval)
+    last_end = max(m["steps"][-1]["window"]["measure_end"] for m in manifests.values()) / 1000
+    time.sleep(max(0.0, last_end + 8 - time.time()))
     return res, out
 
 
