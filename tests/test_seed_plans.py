@@ -1,14 +1,16 @@
 """The seeds' methods as plans (issue #23 step 5): plans/seed-*.json, one per published report.
 
 - every seed plan loads and matches its seed's method, read from the seed's text
-  ($TBS_SEEDS_DIR, default /work/shared/seeds): tables x rows, thread steps, time, warm-up,
+  ($TBS_SEEDS_DIR, default ../shared/seeds beside the checkout): tables x rows, thread steps, time, warm-up,
   rand-type, ANALYZE, data restore, SET GLOBAL variables, versions, workloads;
 - --scale / --threads / --arm-target (tbsreport/seedplan.py): the arithmetic and the checks;
 - bad input (unknown or missing arm target, --scale 0, 2, abc, ...) stops with exit 2 before
   anything runs and leaves no results;
 - on the local stack: plans/seed-v2.0-vs-v1.0.json scaled down (32 tables x 1,000 rows, one
   workload, 1 and 2 threads, 1 s steps), both arms at the local TiDB, then `scripts/report
-  plan-<id>`: the report states the scale and has both arms; the tables exist (about 20 s).
+  plan-<id>`: the report states the scale and has both arms; the tables exist (about 20 s);
+  the other four (they SET GLOBAL the seeds' TiDB variables) with their first workload at
+  1 thread for 1 s: each arm's runs saw its variables, and the plan put them back after.
 """
 import json
 import os
@@ -25,7 +27,7 @@ from conftest import ROOT
 
 from tbsreport import ReportError, plan as planmod, seedplan
 
-SEEDS = Path(os.environ.get("TBS_SEEDS_DIR", "/work/shared/seeds"))
+SEEDS = Path(os.environ.get("TBS_SEEDS_DIR") or ROOT.parent / "shared" / "seeds")  # beside the checkout
 PLANS = sorted((ROOT / "plans").glob("seed-*.json"))
 WORKLOAD_TERMS = {  # how the seeds name each workload
     "oltp_point_select": r"point[ _]select|standard `select` test",
@@ -297,3 +299,65 @@ def test_seed_plan_small_end_to_end(stack, tmp_path):
     assert "| Rows per table | 1000 | 1000 |" in md and "| Tables | 32 | 32 |" in md
     print(f"seed plan {pid}: {time.time() - t0:.0f} s")
     sql("tidb", f"DROP DATABASE {db}")
+
+
+SET_GLOBAL_PLANS = [p for p in PLANS if any(a.get("set_global") for a in load_json(p)["arms"])]
+
+
+def tidb_globals(names):
+    import pymysql
+    from conftest import STATE
+    pw = (STATE / "secrets" / "tidb-root").read_text().strip()
+    with pymysql.connect(host="127.0.0.1", port=4000, user="root", password=pw) as c, c.cursor() as cur:
+        out = {}
+        for n in names:
+            cur.execute(f"SELECT @@GLOBAL.{n}")
+            out[n] = str(cur.fetchone()[0])
+        return out
+
+
+@pytest.mark.parametrize("path", SET_GLOBAL_PLANS, ids=[p.stem for p in SET_GLOBAL_PLANS])
+def test_seed_plans_with_set_global_run_small(stack, tmp_path, path):
+    """Each seed plan that sets TiDB variables, run as a user would at the smallest scale (its
+    first workload, 1 thread, 1 s without warm-up, both arms at the local TiDB, its own database; the copy run
+    here has 2 tables instead of 16 or 32, for time: the data reset and ANALYZE are per table):
+    it completes with its data prepared as the plan says, each arm's runs started with the arm's
+    variables (the run manifests' SHOW GLOBAL VARIABLES), and every variable is back to its value
+    from before the plan. A variable today's TiDB no longer takes (v2.1/v3.0's
+    tidb_disable_txn_auto_retry = 0: fixed ON since v8.0) stops the plan before that arm's first run,
+    naming it, and the variables are put back all the same."""
+    from conftest import fresh_db, sql
+    plan = load_json(path)
+    names = sorted({v for a in plan["arms"] for v in (a.get("set_global") or {})})
+    before = tidb_globals(names)
+    plan["options"]["tables"] = 2
+    small = tmp_path / path.name
+    small.write_text(json.dumps(plan))
+    db = fresh_db("tidb", "sbtest_seed")
+    res = tmp_path / "results"
+    pid = f"seed{int(time.time())}"
+    p = sweep("--plan", str(small), "--arm-target", "all=127.0.0.1:4000", "--scale", "0.0001", "--threads", "1",
+              "--time", "1", "--warmup-time", "0", "--workloads", plan["workloads"][0], "--mysql-db", db,
+              "--results", str(res), "--id", pid, "--no-report", timeout=300)
+    try:
+        assert tidb_globals(names) == before
+        fixed_on = {v for a in plan["arms"] for v, x in (a.get("set_global") or {}).items()
+                    if v == "tidb_disable_txn_auto_retry" and not planmod.same_value(x, before[v])}
+        if fixed_on:
+            assert p.returncode != 0
+            assert "SET GLOBAL tidb_disable_txn_auto_retry = 0 left it at 1 (the target's tidb_disable_txn_auto_retry " \
+                   "does not take that value" in p.stderr, p.stderr
+            return
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        state = load_json(res / f"plan-{pid}.json")
+        assert state["status"] == "complete" and len(state["order"]) == len(plan["arms"])
+        assert sql("tidb", "SELECT COUNT(*) FROM sbtest2", db=db)[0][0] == 1000
+        for arm in plan["arms"]:
+            runs = [r["testid"] for r in load_json(res / f"sweep-{pid}-{arm['name']}.json")["runs"]]
+            assert runs
+            for testid in runs:
+                seen = load_json(res / f"{testid}.json")["target_variables"]
+                for v, want in (arm.get("set_global") or {}).items():
+                    assert planmod.same_value(seen[v], want), (arm["name"], v, seen[v], want)
+    finally:
+        sql("tidb", f"DROP DATABASE IF EXISTS {db}")

@@ -47,6 +47,13 @@ OWN = {"workload", "threads", "testid", "results_dir", "command"}
 VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+def same_value(got, want):
+    """Whether a variable's value as the server gives it is the one set: 1/ON/true and 0/OFF/false
+    are one (TiDB answers ON for an enum set to 1), otherwise the text, case aside."""
+    g, w = str(got).lower(), str(want).lower()
+    return g == w or any(g in s and w in s for s in ({"1", "on", "true"}, {"0", "off", "false"}))
+
+
 def _err(msg):
     return ReportError(msg, code=2)
 
@@ -302,8 +309,9 @@ def run_plan(a, argv):
                 cur.execute(f"SET GLOBAL {v} = %s", (want[v],))
                 cur.execute(f"SELECT @@GLOBAL.{v}")
                 got = str(cur.fetchone()[0])
-                if got.lower() != want[v].lower():
-                    raise ReportError(f"arm '{n}': SET GLOBAL {v} = {want[v]} left it at {got}")
+                if not same_value(got, want[v]):
+                    raise ReportError(f"arm '{n}': SET GLOBAL {v} = {want[v]} left it at {got} (the target's "
+                                      f"{v} does not take that value: a variable of another TiDB version?)")
         print(f"plan: arm {n}: " + ", ".join(f"{v}={want[v]}" for v in sg_vars), flush=True)
 
     skipped = 0
