@@ -101,7 +101,7 @@ def runs(read_write_runs):
     last = out["mariadb"]
     deadline = time.time() + 60
     while time.time() < max(last.end + 25, 0) or not prom_instant(
-            f'max_over_time(k6_oltp_marker{{testid="{last.testid}", event="run_end"}}[10m])', time.time()):
+            f'max_over_time(k6_oltp_marker{{testid="{last.testid}", event="run_end"}}[1h])', time.time()):
         assert time.time() < deadline, "the run_end marker never reached Prometheus"
         time.sleep(1)
     deadline = time.time() + 60

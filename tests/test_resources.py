@@ -30,7 +30,7 @@ def runs(read_write_runs):
     res, manifests = read_write_runs
     out = {target: m["testid"] for target, m in manifests.items()}
     for testid in out.values():
-        prom_wait(f'max_over_time(k6_oltp_marker{{testid="{testid}", event="run_end"}}[10m])', bool, timeout=60)
+        prom_wait(f'max_over_time(k6_oltp_marker{{testid="{testid}", event="run_end"}}[1h])', bool, timeout=60)
     last_end = max(m["steps"][-1]["window"]["measure_end"] for m in manifests.values()) / 1000
     time.sleep(max(0.0, last_end + 8 - time.time()))
     return res, out
