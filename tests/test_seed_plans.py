@@ -324,7 +324,7 @@ def test_seed_plans_with_set_global_run_small(stack, tmp_path, path):
     it completes with its data prepared as the plan says, each arm's runs started with the arm's
     variables (the run manifests' SHOW GLOBAL VARIABLES), and every variable is back to its value
     from before the plan. A variable today's TiDB no longer takes (v2.1/v3.0's
-    tidb_disable_txn_auto_retry = 0: fixed ON since v8.0) stops the plan before that arm's first run,
+    tidb_disable_txn_auto_retry = 0: today's TiDB keeps it ON) stops the plan before that arm's first run,
     naming it, and the variables are put back all the same."""
     from conftest import fresh_db, sql
     plan = load_json(path)
