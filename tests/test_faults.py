@@ -45,7 +45,8 @@ def test_database_fault_mid_step_run_goes_on(sb, target, kind, tmp_path):
     4 s, 2 s into the first of two steps: the run keeps going, reconnects, ends at its planned
     time with exit 0; the results file and the report name the disturbed step and how long no
     event completed; the second step is undisturbed; Prometheus' totals equal k6's; no half
-    event was committed. 16-s steps: the stack's MariaDB (2 GiB buffer pool) takes 1-6 s of crash
+    event was committed (oltp_read_write; a TiDB kill runs oltp_read_only: fs.workload_for says
+    why). 16-s steps: the stack's MariaDB (2 GiB buffer pool) takes 1-6 s of crash
     recovery after kill -9 on a busy machine before it answers again (events again by 12 s)."""
     seconds = 16
     row = fs.db_fault(sb, target, kind, seconds=seconds, at=2, down=4, steps="2,4")
@@ -69,7 +70,10 @@ def test_database_fault_mid_step_run_goes_on(sb, target, kind, tmp_path):
     assert not r.summary.get("interrupted") and not first.get("interrupted")
     # it ended at its planned time: two steps (+ connect and graceful stop each)
     assert row["wall_s"] <= 2 * (seconds + fs.GRACE_S + fs.connect_s(4)) + 4, row
-    assert row["rows_intact"], "a half event (a DELETE without its INSERT) was committed"
+    if row["workload"] == "oltp_read_write":
+        assert row["rows_intact"], "a half event (a DELETE without its INSERT) was committed"
+    else:  # a TiDB kill reads only (fs.workload_for: the local TiDB's storage dies with it)
+        assert (target, kind, row["workload"], row["rows_intact"]) == ("tidb", "kill", "oltp_read_only", None), row
     for s in steps:
         assert sb.step_total(r.testid, s) == s["queries"]["total"]
     p, md = report(sb, r.testid, tmp_path)
@@ -198,8 +202,8 @@ def test_full_or_unwritable_results_dir_stops_before_any_query(sb, tmp_path, wha
 
 # ---------------------------------------------------------------------------- 4. a short soak
 def test_short_soak_with_a_fault_keeps_memory_and_descriptors_flat(sb):
-    """A minute at full speed with TiDB killed in the middle (tools/faults soak runs 30
-    minutes): k6's RSS stays flat, its file descriptors and connections come back to what
+    """A minute at full speed (oltp_read_only: fs.workload_for) with TiDB killed in the middle
+    (tools/faults soak runs 30 minutes): k6's RSS stays flat, its file descriptors and connections come back to what
     they were (the connections of the killed server are closed, not leaked)."""
     row = fs.soak(sb, minutes=float(os.environ.get("TBS_SOAK_MINUTES", "1")), threads=8, sample_every=5)
     r = row["_run"]

@@ -14,6 +14,8 @@ nobody else benchmarks on it. Prints the README's table (markdown; docs/faults.m
   load generator SIGINT to the process group (Ctrl-C) and SIGTERM to k6 in the middle of a step
   soak          (`soak`) a long run at full speed, TiDB killed in the middle: RSS and file
                 descriptors of k6 and of the servers, k6's connections, before and after
+The workload is oltp_read_write, oltp_read_only when TiDB is killed (its storage dies with it:
+faultkit.workload_for, docs/faults.md).
 
 Needs the local stack running with both targets (scripts/stack up --target both) and, for the
 comparison, Debian's sysbench. Takes about 8 minutes (--time 20); `soak` takes --minutes plus a
