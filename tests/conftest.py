@@ -161,6 +161,16 @@ def mariadb_root(query):
     return [line.split("\t") for line in p.stdout.splitlines()]
 
 
+def tidb_root(query):
+    """A statement as the local TiDB's root (the stack's generated password, never an argument):
+    its rows, as tuples."""
+    pw = (STATE / "secrets" / "tidb-root").read_text().strip()
+    with pymysql.connect(host="127.0.0.1", port=TARGETS["tidb"], user="root", password=pw, autocommit=True) as c, \
+            c.cursor() as cur:
+        cur.execute(query)
+        return cur.fetchall()
+
+
 @contextmanager
 def userstat():
     """MariaDB's per-table statistics (information_schema.TABLE_STATISTICS) kept while inside;

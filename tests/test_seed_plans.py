@@ -305,15 +305,8 @@ SET_GLOBAL_PLANS = [p for p in PLANS if any(a.get("set_global") for a in load_js
 
 
 def tidb_globals(names):
-    import pymysql
-    from conftest import STATE
-    pw = (STATE / "secrets" / "tidb-root").read_text().strip()
-    with pymysql.connect(host="127.0.0.1", port=4000, user="root", password=pw) as c, c.cursor() as cur:
-        out = {}
-        for n in names:
-            cur.execute(f"SELECT @@GLOBAL.{n}")
-            out[n] = str(cur.fetchone()[0])
-        return out
+    from conftest import tidb_root
+    return {n: str(tidb_root(f"SELECT @@GLOBAL.{n}")[0][0]) for n in names}
 
 
 @pytest.mark.parametrize("path", SET_GLOBAL_PLANS, ids=[p.stem for p in SET_GLOBAL_PLANS])

@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, fresh_db, k6, run_testid, sql, summary
+from conftest import ROOT, fresh_db, k6, run_testid, sql, summary, tidb_root
 
 from tbsreport import manifest, statements
 
@@ -334,3 +334,24 @@ def test_mariadb_says_why_there_are_no_statements(stack):
             assert st["available"] or "GRANT SELECT ON performance_schema" in st["why"], st
     finally:
         sql("mariadb", f"DROP DATABASE {db}", db)
+
+
+def test_tidb_without_its_statement_summary_says_why(stack):
+    """tidb_enable_stmt_summary OFF (a global, put back afterwards): the run goes on, and its
+    step says why it has no statements instead of listing nothing."""
+    db = fresh_db("tidb", "sbtest_stmts_off")
+    common = ["-e", f"mysql_db={db}", "-e", "tables=1", "-e", "table_size=1000"]
+    (old,), = tidb_root("SELECT @@GLOBAL.tidb_enable_stmt_summary")
+    try:
+        k6("run", *common, "prepare.js")
+        tidb_root("SET GLOBAL tidb_enable_stmt_summary = OFF")
+        m = k6_run(*common, "-e", "threads=1", "-e", "time=1")
+        (step,) = m["steps"]
+        assert step["queries"]["total"] > 0
+        assert step["statements"] == {"available": False, "why": "tidb_enable_stmt_summary is OFF (SET GLOBAL "
+                                      "tidb_enable_stmt_summary = ON to record statements)"}, step["statements"]
+    finally:
+        tidb_root(f"SET GLOBAL tidb_enable_stmt_summary = {'ON' if str(old) in ('1', 'ON') else 'OFF'}")
+        sql("tidb", f"DROP DATABASE {db}")
+    (now,), = tidb_root("SELECT @@GLOBAL.tidb_enable_stmt_summary")
+    assert str(now) == str(old)
