@@ -9,7 +9,7 @@ from conftest import TARGETS, fresh_db, k6, prom, prom_wait, run_testid, sql, su
 # the fault tooling's TCP proxy: cut() drops every connection through it at once, as a network
 # failure would (the server sees clients vanish; no KILL, which makes this TiDB build panic
 # when it lands inside a writing transaction)
-from tbstools.faultkit import CutProxy as CuttingProxy
+from tbstools.cutproxy import CutProxy as CuttingProxy
 
 
 def prepared(target, tables=2, rows=2000):

@@ -1,8 +1,7 @@
 """The running local stack, driven for tools/faults and tests/test_faults.py: process probes
-(RSS, descriptors, connections), CutProxy (a TCP proxy of ours that cuts the network in front of
-a database), Stack (k6 and sysbench runs with faults at set times, made with the stack's own
+(RSS, descriptors, connections), Stack (k6 and sysbench runs with faults at set times, made with the stack's own
 service commands `scripts/stack kill|stop|restart SERVICE`: the stack is the one code that
-starts servers). The scenarios are in faultkit.py.
+starts servers). The scenarios are in faultkit.py, the network-cutting proxy in cutproxy.py.
 
 Secrets: the stack's password (.stack/secrets/sbtest) reaches k6 and the SQL client in the
 environment (never as an argument), sysbench in a mode-600 config file.
@@ -12,7 +11,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -23,10 +21,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cutproxy import HOST, CutProxy
+
 ROOT = Path(__file__).resolve().parents[2]
 STATE = Path(os.environ.get("TBS_STATE", ROOT / ".stack"))
 STACK = ROOT / "scripts/stack"
-HOST = "127.0.0.1"
 DB = "sbtest_faults"  # the faults' own database on the stack's targets (the sbtest user owns sbtest*)
 # the services a fault may stop (scripts/stack's names), each restarted by close() if left down
 SERVICES = ("tidb", "mariadb", "prometheus", "loki", "promtail")
@@ -45,12 +44,6 @@ def read_env_file(path):
             k, v = line.split("=", 1)
             out[k] = v
     return out
-
-def free_port():
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
 
 def http_ok(url, timeout=2):
     try:
@@ -113,95 +106,6 @@ def k6_child(pid, timeout=10):
                 continue
         time.sleep(0.1)
     return 0
-
-
-class CutProxy:
-    """A TCP proxy on 127.0.0.1 in front of a server. drop(seconds) is a network failure:
-    every connection through it is cut at once and new ones are refused (the listening socket
-    is closed) for that long, then it listens again on the same port."""
-
-    def __init__(self, target_port):
-        self.target = target_port
-        self.port = free_port()
-        self.pairs = []
-        self.lock = threading.Lock()
-        self.srv = None
-        self.closed = False
-        self._listen()
-
-    def _listen(self):
-        self.srv = socket.socket()
-        self.srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.srv.bind((HOST, self.port))
-        self.srv.listen(512)
-        threading.Thread(target=self._accept, args=(self.srv,), daemon=True).start()
-
-    def _accept(self, srv):
-        while True:
-            try:
-                c, _ = srv.accept()
-            except OSError:
-                return
-            try:
-                u = socket.create_connection((HOST, self.target), timeout=5)
-                u.settimeout(None)
-            except OSError:
-                c.close()
-                continue
-            with self.lock:
-                self.pairs.append((c, u))
-            for a, b in ((c, u), (u, c)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(a, b):
-        try:
-            while data := a.recv(65536):
-                b.sendall(data)
-        except OSError:
-            pass
-        for s in (a, b):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def cut(self):
-        with self.lock:
-            pairs, self.pairs = self.pairs, []
-        for c, u in pairs:
-            for s in (c, u):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                    s.close()
-                except OSError:
-                    pass
-        return len(pairs)
-
-    def refuse(self):
-        # shutdown wakes the thread blocked in accept(); a bare close() would leave the
-        # listening socket alive (and accepting) under it
-        try:
-            self.srv.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.srv.close()
-
-    def listen(self):
-        if not self.closed:
-            self._listen()
-
-    def drop(self, seconds):
-        self.refuse()
-        n = self.cut()
-        time.sleep(seconds)
-        self.listen()
-        return n
-
-    def close(self):
-        self.closed = True
-        self.refuse()
-        self.cut()
 
 
 @dataclass

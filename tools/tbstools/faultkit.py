@@ -17,8 +17,8 @@ import signal
 import time
 from collections import Counter
 
-from .drive import (DB, GRACE_S, HOST, ROOT, At, CutProxy, RunResult, Stack, SysbenchResult,  # noqa: F401
-                    connect_s, free_port, http_json, k6_child, proc_fds, proc_rss_kb, tcp_connections)
+from .cutproxy import HOST, free_port
+from .drive import DB, GRACE_S, At, Stack, connect_s  # noqa: F401 (DB, Stack: for faultkit's callers)
 
 
 # ====================================================================== scenarios
