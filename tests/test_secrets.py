@@ -17,7 +17,7 @@ from secrets import token_urlsafe
 import pytest
 
 from conftest import LOKI, PROM, ROOT, STATE, k6, run_testid
-from tbstools.faultkit import k6_child
+from tbstools.drive import k6_child
 
 
 def secrets():
