@@ -6,7 +6,7 @@ placeholder becomes our uid, stable uids, our run annotations and testid variabl
 panels untouched; every PromQL expression of theirs parses with the stack's Prometheus parser.
 Compose provisions the same files of pingcap/tidb-monitor-initializer:${TIDB_VERSION}.
 
-Live: after a real run on the local TiDB, every panel's queries run against Prometheus over the
+Live: after a real run on the local TiDB (conftest.py's shared oltp_read_write run), every panel's queries run against Prometheus over the
 run's window, with the dashboards' variables resolved as Grafana resolves them; the share of
 panels with data per dashboard is printed (and recorded in the README). Locally tidb-server runs
 on unistore: no TiKV, PD or TiFlash, so their panels stay empty, as do panels of features a
@@ -27,12 +27,11 @@ import pytest
 import yaml
 
 import dashtools as dt
-from conftest import ROOT, fresh_db, k6, prom_wait
+from conftest import ROOT, prom_wait
 from tbsdash import base as generate  # annotations(): the run annotations our dashboards carry
 from tbsdash import pingcap
 
 PROM = "http://127.0.0.1:9090"
-DB = "sbtest_pingcap"
 
 
 def versions():
@@ -224,17 +223,13 @@ LOCAL_ABSENT = re.compile(r'\b(tikv_|pd_|tiflash_|ticdc_|etcd_)|job=~?"[^"]*(tik
 
 
 @pytest.fixture(scope="module")
-def tidb_run(stack, tmp_path_factory):
-    fresh_db("tidb", DB)
-    common = ["-e", "mysql_port=4000", "-e", f"mysql_db={DB}", "-e", "tables=2", "-e", "table_size=5000"]
-    k6("run", "-q", *common, "prepare.js", env={"K6_OUT": ""})
-    testid = f"pingcap-{int(time.time())}"
-    tmp = tmp_path_factory.mktemp("results")
-    k6("run", "-q", *common, "-e", "workload=oltp_read_write", "-e", "threads=4,8", "-e", "time=8",
-       "-e", "warmup_time=2", "-e", f"testid={testid}", "-e", f"results_dir={tmp}", "oltp.js")
-    m = json.loads((tmp / f"{testid}.json").read_text())
-    prom_wait(f'max_over_time(k6_oltp_marker{{testid="{testid}", event="run_end"}}[10m])', bool, timeout=60)
-    time.sleep(10)  # the last scrapes of tidb-server after the run
+def tidb_run(read_write_runs):
+    """conftest.py's shared TiDB run (oltp_read_write, 2 then 4 threads): its window, once its
+    run_end marker and the scrapes of tidb-server after it are in Prometheus."""
+    m = read_write_runs[1]["tidb"]
+    testid = m["testid"]
+    prom_wait(f'max_over_time(k6_oltp_marker{{testid="{testid}", event="run_end"}}[1h])', bool, timeout=60)
+    time.sleep(max(0.0, m["run_end"] / 1000 + 10 - time.time()))  # the last scrapes after the run
     return m["run_start"] / 1000, m["run_end"] / 1000
 
 
