@@ -6,9 +6,10 @@ placeholder becomes our uid, stable uids, our run annotations and testid variabl
 panels untouched; every PromQL expression of theirs parses with the stack's Prometheus parser.
 Compose provisions the same files of pingcap/tidb-monitor-initializer:${TIDB_VERSION}.
 
-Live: after a real run on the local TiDB (conftest.py's shared oltp_read_write run), every panel's queries run against Prometheus over the
-run's window, with the dashboards' variables resolved as Grafana resolves them; the share of
-panels with data per dashboard is printed (and recorded in the README). Locally tidb-server runs
+Live: after a real run on the local TiDB (conftest.py's shared oltp_read_write run), every
+panel's queries run against Prometheus over the run's window, with the dashboards' variables
+resolved as Grafana resolves them; the share of panels with data per dashboard is printed (and
+recorded in docs/dashboards.md). Locally tidb-server runs
 on unistore: no TiKV, PD or TiFlash, so their panels stay empty, as do panels of features a
 sysbench run does not use.
 """
