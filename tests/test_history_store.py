@@ -6,6 +6,7 @@ import datetime as dt
 import os
 import re
 import subprocess
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -202,3 +203,73 @@ def test_the_local_stack_made_the_writers_connection_file(store):
         assert c.execute("SELECT current_user, current_database()").fetchone() == ("tbs_history_writer", "tbs_history")
         # on 127.0.0.1 only
         assert c.execute("SHOW listen_addresses").fetchone()[0] == "127.0.0.1"
+
+
+def test_composes_entrypoint_makes_the_same_store(tmp_path):
+    """compose/history/start.sh, history-db's entrypoint, run as the image runs it: the postgres
+    user, Debian's PostgreSQL binaries (the image's are the same packages), the files
+    compose/passwords.py writes, listening on every interface, in a network namespace of its
+    own (its loopback only, as a container's). Then the writer pushes and the reader reads, over
+    TCP with the generated passwords; a restart keeps the data and runs roles.sql again."""
+    import pwd
+    import shutil
+    import sys
+    import tempfile
+    for tool in ("unshare", "setpriv", "ip"):
+        assert shutil.which(tool), f"{tool} is missing (util-linux, iproute2)"
+    assert os.geteuid() == 0, "needs root: a network namespace of its own and the postgres user"
+    pg = pwd.getpwnam("postgres")
+    pg_bin = "/usr/lib/postgresql/15/bin"
+    work = Path(tempfile.mkdtemp(prefix="tbs-history-compose-"))  # (pytest's tmp is closed to postgres)
+    try:
+        work.chmod(0o755)
+        secrets = work / "secrets"
+        for d in ("grafana", "tidb", "k6", "history-db", "history-writer"):
+            (secrets / d).mkdir(parents=True)
+        subprocess.run([sys.executable, str(ROOT / "compose/passwords.py"), "ensure"], check=True, capture_output=True,
+                       env={**os.environ, "TBS_SECRETS_DIR": str(secrets), "TBS_CONFIG_DIR": str(ROOT / "compose/config")})
+        for f in (secrets / "history-db").iterdir():  # the image's postgres is uid 999, this host's another
+            os.chown(f, pg.pw_uid, pg.pw_gid)
+        writer = (secrets / "history-writer/writer_password").read_text()
+        reader = (secrets / "grafana/history_reader_password").read_text()
+        conninfo = work / "writer.conninfo"
+        conninfo.write_text((secrets / "history-writer/conninfo").read_text().replace("host=history-db", "host=127.0.0.1"))
+        conninfo.chmod(0o600)
+        idx, *_ = series_index(tmp_path)
+        data = work / "data"
+        data.mkdir()
+        os.chown(data, pg.pw_uid, pg.pw_gid)
+        script = f"""
+set -e
+ip link set lo up
+start() {{
+  setpriv --reuid=postgres --regid=postgres --init-groups env PATH={pg_bin}:/usr/bin:/bin PGDATA={data}/pgdata \\
+    TBS_HISTORY_SECRETS={secrets}/history-db TBS_HISTORY_ROLES={ROOT}/compose/history/roles.sql \\
+    sh {ROOT}/compose/history/start.sh >>{work}/pg.log 2>&1 &
+  pid=$!
+  for i in $(seq 100); do {pg_bin}/pg_isready -q -h 127.0.0.1 -d tbs_history && break; sleep 0.2; done
+}}
+start
+{sys.executable} -c 'import sys; from tbsreport import historypg; print("pushed", historypg.push(sys.argv[1], sys.argv[2]))' {idx} {conninfo}
+kill -INT $pid; wait $pid || true
+start
+PGPASSWORD=$READER psql -X -A -t -h 127.0.0.1 -U tbs_history_reader -d tbs_history \\
+  -c "SELECT 'runs', count(*) FROM runs" -c "SHOW default_transaction_read_only"
+PGPASSWORD=$READER psql -X -h 127.0.0.1 -U tbs_history_reader -d tbs_history -c "DELETE FROM runs" 2>&1 || true
+PGPASSWORD=wrong psql -X -h 127.0.0.1 -U tbs_history_writer -d tbs_history -c "SELECT 1" 2>&1 || true
+ss -ltnH
+kill -INT $pid; wait $pid || true
+"""
+        p = subprocess.run(["unshare", "--net", "sh", "-c", script], capture_output=True, text=True, timeout=180,
+                           env={**os.environ, "READER": reader})
+        log = (work / "pg.log").read_text() if (work / "pg.log").exists() else ""
+        out = p.stdout + p.stderr
+        assert p.returncode == 0, out + log
+        assert "pushed 19" in out, out + log
+        assert "runs|6" in out and "\non\n" in out, out  # the data survived the restart; the reader reads only
+        assert "cannot execute DELETE in a read-only transaction" in out, out
+        assert 'password authentication failed for user "tbs_history_writer"' in out, out
+        assert re.search(r"0\.0\.0\.0:5432", out), out  # every interface of its (the container's) network
+        assert writer not in out + log and reader not in out + log
+    finally:
+        subprocess.run(["rm", "-rf", str(work)])
