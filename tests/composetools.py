@@ -86,7 +86,7 @@ def model(*profiles):
 
 
 def everything():
-    return model("cluster", "k6")
+    return model("cluster", "k6", "nightly")
 
 
 def listen_ports(svc):

@@ -97,7 +97,7 @@ def test_passwords_are_generated_files_never_settings():
     """No password is a setting or an environment variable: each service reads its own from
     the volume the secrets service fills (compose/passwords.py), which only that service mounts."""
     assert not [k for k in dotenv() if "PASSWORD" in k], ".env must not carry a password"
-    m = model("cluster", "k6", "k6-instances")["services"]
+    m = model("cluster", "k6", "k6-instances", "nightly")["services"]
     for name, svc in m.items():
         for k, v in (svc.get("environment") or {}).items():
             assert "PASSWORD" not in k or k.endswith("__FILE") or k.endswith("_FILE") or k == "mysql_password_file", (name, k)
@@ -114,8 +114,9 @@ def test_passwords_are_generated_files_never_settings():
             if v["type"] == "volume" and v["source"].endswith("-secret"):
                 readers.setdefault(v["source"], set()).add(name)
     assert readers == {"grafana-secret": {"secrets", "grafana"}, "tidb-secret": {"secrets", "tidb"},
-                       "k6-secret": {"secrets", "k6", "k6-instance"}, "history-db-secret": {"secrets", "history-db"},
-                       "history-writer-secret": {"secrets"}}, readers
+                       "k6-secret": {"secrets", "k6", "k6-instance", "history-nightly"},
+                       "history-db-secret": {"secrets", "history-db"},
+                       "history-writer-secret": {"secrets", "history-nightly"}}, readers
     # Grafana's History data source: the reader's password from its file, the address set
     assert g["environment"]["GF_TBS_HISTORY_DB_PASSWORD__FILE"] == "/run/secrets/tbs/history_reader_password"
     assert g["environment"]["HISTORY_DB_URL"] == "history-db:5432"
