@@ -273,3 +273,28 @@ kill -INT $pid; wait $pid || true
         assert writer not in out + log and reader not in out + log
     finally:
         subprocess.run(["rm", "-rf", str(work)])
+
+
+def test_apache_otava_reads_the_store(own_db, tmp_path):
+    """Otava (the release scripts/history pins) with deploy/otava/otava.yaml, as the read-only
+    user, on a series pushed here that slides 3% after eight runs: it lists the runs with their
+    testid and version and finds the change."""
+    import importlib.util
+    import sys
+    if importlib.util.find_spec("otava") is None:
+        pytest.skip("Apache Otava is not in this venv (scripts/lib/tbsreport/requirements.txt pins it with "
+                    "scripts/history): Otava's reading of the store is not checked (not counted)")
+    name, conninfo = own_db
+    runs = [ht.run_row(i, version="v8.5.6" if i < 8 else "v8.5.7") for i in range(16)]
+    points = [ht.point_row(r, "oltp_point_select", 8, (8060.0 if i < 8 else 7820.0) + (i % 3) * 5, 1.2)
+              for i, r in enumerate(runs)]
+    historypg.push(ht.make_index(tmp_path / "h.sqlite", runs, points), conninfo)
+    env = {**os.environ, "OTAVA_CONFIG": str(ROOT / "deploy/otava/otava.yaml"), "POSTGRES_HOSTNAME": "127.0.0.1",
+           "POSTGRES_PORT": str(ht.port()), "POSTGRES_USERNAME": "tbs_history_reader",
+           "POSTGRES_PASSWORD": ht.secret("history-db-reader"), "POSTGRES_DATABASE": name}
+    p = subprocess.run([sys.executable, "-c", "import sys; from otava.main import main; "
+                        "sys.argv = ['otava', 'analyze', 'point_select_8', '--branch', 'tidb']; main()"],
+                       capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert all(r["testid"] in p.stdout for r in runs) and "v8.5.7" in p.stdout
+    assert re.search(r"-3\.0%", p.stdout), p.stdout
