@@ -12,8 +12,10 @@ set -eu
 S=${TBS_HISTORY_SECRETS:-/run/secrets/tbs}
 ROLES=${TBS_HISTORY_ROLES:-/opt/tbs/history/roles.sql}
 : "${PGDATA:?PGDATA is not set}"
-[ -s "$S/admin_password" ] && [ -s "$S/passwords.sql" ] || {
-  echo "history-db: $S/admin_password or passwords.sql is missing (the secrets service makes them)" >&2; exit 1; }
+if [ ! -s "$S/admin_password" ] || [ ! -s "$S/passwords.sql" ]; then
+  echo "history-db: $S/admin_password or passwords.sql is missing (the secrets service makes them)" >&2
+  exit 1
+fi
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
   mkdir -p "$PGDATA"
   chmod 700 "$PGDATA"
