@@ -472,6 +472,7 @@ def test_grafana_server_provisions_every_dashboard(dashboards, tmp_path):
     port = free_port()
     env = {**os.environ,
            "PROMETHEUS_URL": "http://127.0.0.1:9090", "LOKI_URL": "http://127.0.0.1:3100",
+           "HISTORY_DB_URL": "127.0.0.1:5432", "GF_TBS_HISTORY_DB_PASSWORD": "tbs-test-only",
            "GRAFANA_DASHBOARDS": dt.DASHBOARDS_DIR,
            "GRAFANA_PINGCAP_DASHBOARDS": str(tmp_path / "pingcap"),
            "GF_PATHS_PROVISIONING": PROVISIONING, "GF_PATHS_DATA": str(tmp_path / "data"),
@@ -500,7 +501,7 @@ def test_grafana_server_provisions_every_dashboard(dashboards, tmp_path):
             assert time.time() < deadline, "Grafana did not start in 120 s"
             time.sleep(1)
         ds = {d["uid"] for d in get("/api/datasources")}
-        assert {"prometheus", "loki"} <= ds
+        assert {"prometheus", "loki", "history"} <= ds
         for rel, d in dashboards.items():
             deadline = time.time() + 60
             while True:
