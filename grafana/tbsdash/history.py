@@ -90,8 +90,7 @@ def change_point_annotation():
            f"cp.direction || ',' || cp.metric || ',' || p.workload AS tags\n"
            f"{CHANGE_POINTS_FROM}\nORDER BY 1")
     return {"name": "Change points", "datasource": HISTORY, "enable": True, "hide": False,
-            "iconColor": "#F2495C", "rawQuery": sql,
-            "target": sql_target(sql, ref="Anno")}
+            "iconColor": "#F2495C", "target": sql_target(sql, ref="Anno")}
 
 
 def history():
