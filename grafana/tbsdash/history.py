@@ -79,7 +79,7 @@ def change_point_text():
 
 CHANGE_POINTS_FROM = ("FROM change_points cp\n"
                       "JOIN runs a ON a.run_key = cp.run_key_after\n"
-                      "JOIN runs b ON b.run_key = cp.run_key_before\n"
+                      "LEFT JOIN runs b ON b.run_key = cp.run_key_before\n"
                       "JOIN (SELECT DISTINCT series, workload, threads, target FROM points) p ON p.series = cp.series\n"
                       "WHERE $__timeFilter(cp.at) AND p.target IN ($target) AND p.workload IN ($workload) "
                       "AND p.threads IN ($threads) AND p.series IN ($series)")
