@@ -260,7 +260,7 @@ def test_the_history_store_takes_a_push_and_its_reader_only_reads(stack, tmp_pat
     nowhere but its volume."""
     import psycopg
 
-    import historytools as ht
+    import storetools as ht
     from tbsreport import historypg
     c, _ = stack
     login = c.run("run", "--rm", "--no-deps", "secrets", "login").stdout

@@ -10,7 +10,7 @@ import re
 import pytest
 
 import dashtools as dt_
-import historytools as ht
+import storetools as ht
 from tbsreport import historypg
 
 FROM, TO = "2026-10-20T00:00:00Z", "2026-11-25T00:00:00Z"

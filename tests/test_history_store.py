@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-import historytools as ht
+import storetools as ht
 from conftest import ROOT, STATE
 from tbsreport import ReportError, historypg, historyschema
 
