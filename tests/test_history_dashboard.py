@@ -14,7 +14,8 @@ import storetools as ht
 from tbsreport import historypg
 
 FROM, TO = "2026-10-20T00:00:00Z", "2026-11-25T00:00:00Z"
-CP_EVIDENCE = "QPS 8,060 -> 7,820 (-3.0%, 95% CI -3.6..-2.4), p=0.0004, 5 runs each side"
+CP_EVIDENCE = ("QPS 8,060 -> 7,820 (-3.0%, 95% CI -3.6..-2.4), p=0.0004, 5 runs each side\n"
+               "1. version v8.5.6 -> v8.5.7")
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +168,8 @@ def test_the_change_point_annotation_carries_its_evidence_and_links(dash, store_
     assert row["tags"] == "regression,qps,oltp_point_select"
     text = row["text"]
     assert "QPS regression -2.9%" in text and "(oltp_point_select x 8 threads, tidb)" in text
-    assert CP_EVIDENCE.replace(">", "&gt;") in text  # the evidence, escaped for the HTML of the text
+    # the evidence, escaped for the HTML of the text, a line each
+    assert CP_EVIDENCE.replace(">", "&gt;").replace("\n", "<br/>") in text
     start = int(dt.datetime(2026, 11, 6, 2, 0, tzinfo=dt.timezone.utc).timestamp() * 1000)
     assert f'href="/d/tbs-benchmark-run?var-testid={after}&from={start - 3600_000}&to={start + 6 * 3600_000}"' in text
     assert f'href="/d/tbs-benchmark-run?var-testid={before}&' in text

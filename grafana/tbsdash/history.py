@@ -63,7 +63,7 @@ def across_runs(title, description, column, unit, label):
 
 
 def change_point_text():
-    """The annotation's text (HTML, the evidence escaped): the evidence summary, then links to the run after the change and the
+    """The annotation's text (HTML, the evidence escaped, its lines kept): the evidence summary, then links to the run after the change and the
     A-vs-B report of its two sides (scripts/report BEFORE AFTER writes results/report-BEFORE-vs-AFTER/)."""
     return ("format('<b>%s %s %s%s%%</b> (%s x %s threads, %s)<br/>%s<br/>"
             "<a href=\"/d/tbs-benchmark-run?var-testid=%s&from=%s&to=%s\">Benchmark run %s (after)</a>"
@@ -71,7 +71,7 @@ def change_point_text():
             "A vs B: <code>scripts/report %s %s</code> &rarr; results/report-%s-vs-%s/report.html', "
             "upper(cp.metric), cp.direction, CASE WHEN cp.magnitude_pct >= 0 THEN '+' ELSE '' END, "
             "round(cp.magnitude_pct::numeric, 1), p.workload, p.threads, p.target, "
-            "replace(replace(replace(cp.evidence, '&', '&amp;'), '<', '&lt;'), '>', '&gt;'), "
+            "replace(replace(replace(replace(cp.evidence, '&', '&amp;'), '<', '&lt;'), '>', '&gt;'), chr(10), '<br/>'), "
             f"a.testid, {RUN_FROM.replace('r.', 'a.')}, {RUN_TO.replace('r.', 'a.')}, a.testid, "
             f"b.testid, {RUN_FROM.replace('r.', 'b.')}, {RUN_TO.replace('r.', 'b.')}, b.testid, "
             "b.testid, a.testid, b.testid, a.testid)")
