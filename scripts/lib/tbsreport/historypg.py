@@ -31,7 +31,9 @@ from pathlib import Path
 from . import ROOT, ReportError
 from .historyschema import ORDER, TABLES, columns, pg_ddl, pg_type
 
-DEFAULT_SQLITE = ROOT / "results" / "history.sqlite"
+# the index scripts/history writes: <results>/history.sqlite, results/ or TBS_RESULTS_DIR as the
+# other commands take it
+DEFAULT_SQLITE = Path(os.environ.get("TBS_RESULTS_DIR") or ROOT / "results") / "history.sqlite"
 STATE = Path(os.environ.get("TBS_STATE", ROOT / ".stack"))
 DEFAULT_CONNINFO = STATE / "history-db.conninfo"
 
