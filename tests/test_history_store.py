@@ -298,3 +298,21 @@ def test_apache_otava_reads_the_store(own_db, tmp_path):
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert all(r["testid"] in p.stdout for r in runs) and "v8.5.7" in p.stdout
     assert re.search(r"-3\.0%", p.stdout), p.stdout
+
+
+def test_the_core_index_has_the_tables_the_store_mirrors(tmp_path):
+    """One table spec: the index scripts/history writes (tbsreport/historystore.py) has exactly the
+    columns of tbsreport/historyschema.py, in order, so push mirrors every one of them."""
+    import importlib.util
+    import sqlite3
+    if importlib.util.find_spec("tbsreport.historystore") is None:
+        pytest.skip("tbsreport/historystore.py (scripts/history's index) is not in this tree: the two table "
+                    "definitions are not compared (not counted)")
+    from tbsreport import historystore
+    db = tmp_path / "history.sqlite"
+    historystore.connect(db, create=True).close()
+    with sqlite3.connect(db) as c:
+        for t in historyschema.ORDER:
+            assert [r[1] for r in c.execute(f"PRAGMA table_info({t})")] == historyschema.columns(t), t
+            pk = [r[1] for r in sorted(c.execute(f"PRAGMA table_info({t})"), key=lambda r: r[5]) if r[5]]
+            assert pk == historyschema.TABLES[t]["primary_key"], t
