@@ -153,7 +153,7 @@ def stack(tmp_path_factory):
 
 def test_up_starts_every_service_and_one_shots_exit_0(stack):
     c, states = stack
-    want_running = {"tidb", "prometheus", "loki", "node-exporter"}
+    want_running = {"tidb", "prometheus", "loki", "node-exporter", "history-db"}
     want_done = {"env-check", "secrets", "prometheus-targets", "pingcap-dashboards-src", "pingcap-dashboards"}
     assert {s for s, v in states.items() if v[0] == "running"} == want_running, states
     assert {s for s, v in states.items() if v[0] == "exited" and v[2] == 0} == want_done, states
@@ -223,7 +223,8 @@ def test_passwords_are_generated_and_never_shown(ran):
     c, _ = ran
     login = c.run("run", "--rm", "--no-deps", "secrets", "login").stdout
     pw = dict(re.findall(r"user (\w+)\s+password (\S+)", login))
-    assert set(pw) == {"admin", "root", "sbtest"} and len(set(pw.values())) == 3, login
+    assert set(pw) == {"admin", "root", "sbtest", "tbs_history_writer", "tbs_history_reader"}, login
+    assert len(set(pw.values())) == 5, login
     assert all(len(v) >= 24 for v in pw.values())
     host, port = c.port("tidb", 4000)
     with pytest.raises(pymysql.err.OperationalError):  # root has a password now
@@ -250,6 +251,38 @@ def test_passwords_are_generated_and_never_shown(ran):
     for where, text in seen.items():
         for who, secret in pw.items():
             assert secret not in text, f"{who}'s password appears in {where}"
+
+
+def test_the_history_store_takes_a_push_and_its_reader_only_reads(stack, tmp_path):
+    """history-db (compose/history.yaml, its own entrypoint on the PostgreSQL stand-in): the
+    writer pushes an index through the published port with the generated password, a second
+    push changes nothing, the reader reads and may not write; the superuser's password is
+    nowhere but its volume."""
+    import psycopg
+
+    import storetools as ht
+    from tbsreport import historypg
+    c, _ = stack
+    login = c.run("run", "--rm", "--no-deps", "secrets", "login").stdout
+    pw = dict(re.findall(r"user (\w+)\s+password (\S+)", login))
+    host, port = c.port("history-db", 5432)
+    conninfo = tmp_path / "writer.conninfo"
+    conninfo.write_text(f"host={host} port={port} dbname=tbs_history user=tbs_history_writer "
+                        f"password={pw['tbs_history_writer']}\n")
+    conninfo.chmod(0o600)
+    runs = [ht.run_row(i) for i in range(3)]
+    idx = ht.make_index(tmp_path / "history.sqlite", runs, [ht.point_row(r, "oltp_point_select", 2, 900.0 + i, 3.0)
+                                                           for i, r in enumerate(runs)])
+    assert historypg.push(idx, conninfo) == 6
+    assert historypg.push(idx, conninfo) == 6
+    with psycopg.connect(host=host, port=port, dbname="tbs_history", user="tbs_history_reader",
+                         password=pw["tbs_history_reader"], connect_timeout=5) as db:
+        assert db.execute("SELECT count(*), min(qps) FROM points").fetchone() == (3, 900.0)
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            db.execute("DELETE FROM points")
+    with pytest.raises(psycopg.OperationalError):  # no login without the password
+        psycopg.connect(host=host, port=port, dbname="tbs_history", user="postgres", password="",
+                        connect_timeout=5).close()
 
 
 def test_our_k6_on_the_host_runs_against_compose(ran):

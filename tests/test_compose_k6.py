@@ -257,7 +257,7 @@ def test_docs_describe_the_stack_as_built():
     ones; its `docker compose` commands name only profiles and services that exist; the
     settings it names are .env's."""
     doc = (ROOT / "docs/compose.md").read_text()
-    models = {"": model(), "cluster": model("cluster"), "all": model("cluster", "k6", "k6-instances")}
+    models = {"": model(), "cluster": model("cluster"), "all": model("cluster", "k6", "k6-instances", "nightly")}
     published = {int(p["published"]) for m in models.values() for s in m["services"].values()
                  for p in s.get("ports") or []}
     assert set(int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", doc)) == published

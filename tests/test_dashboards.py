@@ -39,6 +39,7 @@ EXPECTED_UIDS = {
     "databases/mysql.json": "tbs-mysql",
     "hosts/hosts.json": "tbs-hosts",
     "logs/logs.json": "tbs-logs",
+    "history/history.json": "tbs-history",
 }
 
 # Real TiKV and PD expositions (their /metrics), when shared/fixtures/ has them: TiKV and PD
@@ -64,8 +65,10 @@ def all_queries(dashboards):
 
 @pytest.fixture(scope="module")
 def parsed(all_queries, dashboards):
-    """Every query with the dashboard's variables substituted, parsed by exprcheck."""
+    """Every PromQL and LogQL query with the dashboard's variables substituted, parsed by exprcheck
+    (the History dashboard's SQL runs against a real store in tests/test_history_dashboard.py)."""
     items = []
+    all_queries = [q for q in all_queries if q.lang in ("promql", "logql")]
     for i, q in enumerate(all_queries):
         expr = dt.substitute(q.expr, dt.static_values(q.dash))
         items.append({"id": str(i), "lang": q.lang, "expr": expr})
@@ -114,8 +117,13 @@ def datasource_refs(node, path=""):
 
 def test_datasource_uids_exist_in_provisioning(dashboards):
     ds = provisioned_datasources()
-    assert {"prometheus", "loki"} <= set(ds)
+    assert {"prometheus", "loki", "history"} <= set(ds)
     assert ds["prometheus"]["url"] == "${PROMETHEUS_URL}" and ds["loki"]["url"] == "${LOKI_URL}"
+    # the history store: its address from the environment, its password never in the file
+    h = ds["history"]
+    assert h["type"] == "grafana-postgresql-datasource" and h["url"] == "${HISTORY_DB_URL}"
+    assert h["user"] == "tbs_history_reader" and h["jsonData"]["database"] == "tbs_history"
+    assert h["secureJsonData"] == {"password": "${GF_TBS_HISTORY_DB_PASSWORD}"}
     n = 0
     for rel, d in dashboards.items():
         for path, ref in datasource_refs(d):
@@ -212,7 +220,7 @@ def test_latency_quantiles_come_from_histograms(parsed):
     assert n >= 12
     # and every latency/duration panel computes its latency figures from a histogram
     by_panel = {}
-    for q, item, r in parsed:
+    for q, item, r in parsed:  # (PromQL and LogQL: the History dashboard's p95 is the store's figure)
         if q.kind == "target" and re.search(r"latency|duration|p95|p99", q.panel["title"], re.I):
             by_panel.setdefault(q.id.rsplit(" target ", 1)[0], []).append(q.expr)
     assert len(by_panel) >= 10
@@ -293,7 +301,13 @@ def test_generated_json_equals_committed_json(tmp_path):
 
 # ------------------------------------------------------------------------------ annotations, variables
 def test_run_annotations_on_every_dashboard(dashboards):
+    """Every dashboard of Prometheus' series marks the runs (History marks its change points:
+    tests/test_history_dashboard.py)."""
+    checked = 0
     for rel, d in dashboards.items():
+        if rel == "history/history.json":
+            continue
+        checked += 1
         names = {v["name"] for v in d["templating"]["list"]}
         assert "testid" in names, f"{rel}: annotations need the testid variable"
         annos = {a["name"]: a for a in d["annotations"]["list"]}
@@ -308,6 +322,7 @@ def test_run_annotations_on_every_dashboard(dashboards):
         assert "{{version}}" in se["textFormat"] and "{{workload}}" in se["textFormat"]
         st = annos["Thread steps"]
         assert 'event="step_start"' in st["expr"] and "{{threads}}" in st["titleFormat"]
+    assert checked == len(EXPECTED_UIDS) - 1
 
 
 def test_benchmark_variables_from_k6_series(dashboards):
@@ -457,6 +472,7 @@ def test_grafana_server_provisions_every_dashboard(dashboards, tmp_path):
     port = free_port()
     env = {**os.environ,
            "PROMETHEUS_URL": "http://127.0.0.1:9090", "LOKI_URL": "http://127.0.0.1:3100",
+           "HISTORY_DB_URL": "127.0.0.1:5432", "GF_TBS_HISTORY_DB_PASSWORD": "tbs-test-only",
            "GRAFANA_DASHBOARDS": dt.DASHBOARDS_DIR,
            "GRAFANA_PINGCAP_DASHBOARDS": str(tmp_path / "pingcap"),
            "GF_PATHS_PROVISIONING": PROVISIONING, "GF_PATHS_DATA": str(tmp_path / "data"),
@@ -485,7 +501,7 @@ def test_grafana_server_provisions_every_dashboard(dashboards, tmp_path):
             assert time.time() < deadline, "Grafana did not start in 120 s"
             time.sleep(1)
         ds = {d["uid"] for d in get("/api/datasources")}
-        assert {"prometheus", "loki"} <= ds
+        assert {"prometheus", "loki", "history"} <= ds
         for rel, d in dashboards.items():
             deadline = time.time() + 60
             while True:

@@ -113,7 +113,8 @@ def runs(read_write_runs):
 
 @pytest.fixture(scope="module")
 def dashboards():
-    return dt.load_dashboards()
+    # the dashboards of Prometheus' and Loki's series (History's SQL: tests/test_history_dashboard.py)
+    return dt.load_dashboards(sql=False)
 
 
 def values_for(dash, r, other=None, now=None):

@@ -217,6 +217,6 @@ def test_ports_are_one_set_for_both_modes():
 def test_the_local_services_listen_on_the_definitions_ports(stack):
     import socket
     for svc in ("tidb", "tidb_status", "mariadb", "prometheus", "loki", "node_exporter", "promtail",
-                "mysqld_exporter", "process_exporter"):
+                "mysqld_exporter", "process_exporter", "history_db"):
         with socket.create_connection(("127.0.0.1", DEFN["ports"]["local"][svc]), timeout=5):
             pass

@@ -18,6 +18,7 @@ import json
 import os
 
 from .databases import mysql, tidb
+from .history import history
 from .hosts import hosts, logs
 from .run import benchmark_run, run_compare
 
@@ -30,6 +31,7 @@ DASHBOARDS = {
     "databases/mysql.json": mysql,
     "hosts/hosts.json": hosts,
     "logs/logs.json": logs,
+    "history/history.json": history,
 }
 
 
