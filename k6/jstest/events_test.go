@@ -23,6 +23,7 @@ import { parseOptions } from './lib/config.js';
 import { makeRand } from './lib/rand.js';
 import { bindEvent, workState, flushBulk } from './lib/sysbench.js';
 import { Conn, READS, WRITES, OTHERS } from './lib/conn.js';
+import { runEvent } from './lib/events.js';
 
 export function start(env, threadId, threads, stream) {
   const o = parseOptions(env);
@@ -38,6 +39,8 @@ export function start(env, threadId, threads, stream) {
     event,
     flush: () => flushBulk(conn, w),
     counts: () => [conn.n[READS], conn.n[WRITES], conn.n[OTHERS]],
+    // one event with sysbench's error handling (events.js): its end (the clock) or -1
+    run: () => runEvent(conn, event, w, o, Date.now(), () => Date.now(), Date.now() + 2000),
   };
 }
 `
@@ -51,6 +54,7 @@ type step struct {
 	event  sobek.Callable
 	flush  sobek.Callable
 	counts sobek.Callable
+	run    sobek.Callable
 	setup  []Stmt // what connecting sent
 }
 
@@ -74,7 +78,7 @@ func startStep(t testing.TB, h *H, env map[string]string, tid, threads int, stre
 		return f
 	}
 	return &step{h: h, o: obj.Get("options").Export().(map[string]any), event: fn("event"), flush: fn("flush"),
-		counts: fn("counts"), setup: h.Server.take()}
+		counts: fn("counts"), run: fn("run"), setup: h.Server.take()}
 }
 
 func (s *step) call(t testing.TB, f sobek.Callable) []Stmt {
