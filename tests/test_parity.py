@@ -1,19 +1,29 @@
-"""Issue #3: `k6 run oltp.js` does what `sysbench oltp_*` does. For each workload and a few
-option sets, sysbench 1.0.20 and ours run with the same options on the same tables (made by
-our prepare.js): the queries per transaction by kind are equal, and the tables obey the same
-invariants afterwards, checked against each tool's own counts. (bulk_insert, which sysbench
-runs without its own tables: tests/test_trust.py checks its rows against its events exactly.)"""
+"""Issue #3: `k6 run oltp.js` does what `sysbench oltp_*` does. For each workload k6/contract.json
+declares and a few option sets, sysbench 1.0.20 and ours run with the same options on the same
+tables (made by our prepare.js): the queries per transaction by kind are equal, and the tables
+obey the workload's declared invariant (tables_after) afterwards, checked against each tool's own
+counts. (bulk_insert, which sysbench runs without its own tables: tests/test_trust.py checks its
+rows against its events exactly. A workload of ours that sysbench has no script for is checked
+against its invariant alone.)"""
 import re
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
 from conftest import TARGETS, fresh_db, k6, password, run_testid, sql, summary
 from tbsreport import contract
 
+SYSBENCH_LUA = Path("/usr/share/sysbench")
 SECONDS = 2  # what is compared is per event (queries by kind) and per tool (the invariants)
 ROWS = 5000
+
+
+def sysbench_has(workload):
+    """Whether sysbench 1.0.20 has a script of this name (Debian's sysbench keeps them in /usr/share/sysbench)."""
+    assert (SYSBENCH_LUA / "oltp_common.lua").exists(), f"sysbench's scripts are not in {SYSBENCH_LUA}"
+    return (SYSBENCH_LUA / f"{workload}.lua").exists()
 
 
 def sysbench_run(workload, target, db, opts):
@@ -111,14 +121,18 @@ def parity(target, workload, opts, invariant):
        "-e", f"table_size={ROWS}", "-e", "threads=2", "prepare.js")
     run_opts = {**base, "threads": 2, **opts}
     s0 = table_state(target, db, tables)
-    sb = sysbench_run(workload, target, db, run_opts)
+    sb = sysbench_run(workload, target, db, run_opts) if sysbench_has(workload) else None
     s1 = table_state(target, db, tables)
     ours = ours_run(workload, target, db, run_opts)
     s2 = table_state(target, db, tables)
     sql(target, f"DROP DATABASE {db}")
 
-    check_invariant(invariant, s0, s1, sb)
     check_invariant(invariant, s1, s2, ours)
+    if sb is None:
+        # a workload of ours that sysbench 1.0.20 has no script for (docs/ARCHITECTURE.md, "Adding
+        # a workload"): its own declared invariant is all there is to compare
+        return
+    check_invariant(invariant, s0, s1, sb)
     a, b = per_tx(ours), per_tx(sb)
     if ours["errors"] == 0 and sb["errors"] == 0:
         # reads per event are fixed by the options: equal exactly; and every statement of an
