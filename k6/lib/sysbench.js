@@ -148,8 +148,9 @@ function inTrx(conn, w, parts) {
 
 // The parts an event is made of, by the names k6/contract.json's workloads declare (their
 // `event`): make(conn, w) -> the part's function; prepares(o, count) -> the SQL keys it
-// prepares per table, as sysbench's prepare_*() (only those with a non-zero count; count(key)
-// is the workload's count of a statement: its option, or the workload's fixed count);
+// prepares per table, as sysbench's prepare_*() (sysbench 1.0.20 prepares them whatever the
+// count; those with a count of 0, which no event runs, are left out here; count(key) is the
+// workload's count of a statement: its option, or the workload's fixed count);
 // statements(o) -> the statements it prepares once (select_random_*). Parts without
 // prepares send plain text, as sysbench does.
 export const PARTS = {
