@@ -17,5 +17,12 @@
 //     own events), from the same random streams; the prepared statements are sysbench's
 //     prepare_statements(); where sysbench's Lua is installed, each declared event is checked
 //     against its event() function;
-//   - recipe_test.go: docs/ARCHITECTURE.md's "Adding a workload", applied to a copy of k6/.
+//   - errors_test.go: events.js's sysbench error handling (ignored errors, lost connections,
+//     aborts that name the target and never the password);
+//   - prepare_test.go: the CREATE TABLE and bulk INSERT of prepare.js against oltp_common.lua;
+//   - summary_test.go: summary.js's per-step figures, printed lines and JSON file;
+//   - recipe_test.go: docs/ARCHITECTURE.md's "Adding a workload", applied to a copy of
+//     k6/contract.json, and no k6 script switching on a workload's name.
+//
+// No test here needs a server; all run under go test -short (scripts/test --fast).
 package jstest
