@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,12 +26,13 @@ import { bindEvent, workState, flushBulk } from './lib/sysbench.js';
 import { Conn, READS, WRITES, OTHERS } from './lib/conn.js';
 import { runEvent } from './lib/events.js';
 
-export function start(env, threadId, threads, stream) {
+export function start(env, threadId, threads, stream, bulkFrom) {
   const o = parseOptions(env);
   const conn = new Conn(o);
   const w = workState(o, makeRand(o, stream), threadId, threads);
   let u = 0;
   w.unique = { next: () => UNIQUE_BASE + (u++) };
+  if (bulkFrom) w.bulkSize = bulkFrom; // bulk_insert after earlier ids (oltp.js reads MAX(id))
   conn.open();
   conn.connect(w.prepared);
   const event = bindEvent(o.workload, conn, w);
@@ -58,14 +60,18 @@ type step struct {
 	setup  []Stmt // what connecting sent
 }
 
-func startStep(t testing.TB, h *H, env map[string]string, tid, threads int, stream uint32) *step {
+func startStep(t testing.TB, h *H, env map[string]string, tid, threads int, stream uint32, bulkFrom ...int64) *step {
 	t.Helper()
 	if _, ok := env["mysql_host"]; !ok {
 		env["mysql_host"] = h.Host // the recording server
 	}
 	h.Files["jstest_driver.js"] = strings.Replace(driverJS, "UNIQUE_BASE", fmt.Sprint(uniqueBase), 1)
 	ns := h.Import("jstest_driver.js")
-	v, err := h.Call(ns, "start", env, tid, threads, stream)
+	from := int64(0)
+	if len(bulkFrom) > 0 {
+		from = bulkFrom[0]
+	}
+	v, err := h.Call(ns, "start", env, tid, threads, stream, from)
 	if err != nil {
 		t.Fatalf("start %v: %v", env, err)
 	}
@@ -309,4 +315,57 @@ func TestDeclaredEventsAreSysbenchsLua(t *testing.T) {
 		t.Errorf("compared %d workloads with sysbench's Lua, want all 11 of sysbench 1.0.20's", checked)
 	}
 	sort.Strings(names)
+}
+
+// bulk_insert sends its statement when the next row would not fit in sysbench's 512 KiB
+// buffer with its comma and the terminating NUL. The rows' ids start after a first id
+// (oltp.js: after MAX(id)) chosen so that the rows reach the buffer's edge to the byte: in one
+// case a row fills it but for the NUL (sysbench takes it: a rule with a byte too many would
+// not), in the other a row fills it without room for the NUL (sysbench sends the statement
+// first: a rule without the NUL would take the row). The events up to the first two
+// statements are compared with the model's.
+func TestBulkInsertSplitsAtSysbenchsBuffer(t *testing.T) {
+	h := New(t, "")
+	c, _ := readContract(t, h)
+	rowLen := func(id int64) int { return 2*len(strconv.FormatInt(id, 10)) + 3 } // (id,id)
+	// sum[i]: the rows 1..i with a comma each
+	const maxFrom = 200000
+	sum := make([]int, maxFrom+bulkBuffer/8)
+	for i := 1; i < len(sum); i++ {
+		sum[i] = sum[i-1] + rowLen(int64(i)) + 1
+	}
+	// rows with their commas are odd: the head's length decides which edge can be reached
+	for _, tc := range []struct {
+		tid, threads int
+		fill         int // the bytes rows and commas reach: the buffer less the head (and the NUL)
+		edge         string
+	}{
+		{1, 2, bulkBuffer - len("INSERT INTO sbtest2 VALUES") - 1, "the NUL's byte left"},
+		{9, 10, bulkBuffer - len("INSERT INTO sbtest10 VALUES"), "no byte left for the NUL"},
+	} {
+		var from int64 = -1
+		for s := 0; s < maxFrom && from < 0; s++ {
+			want := sum[s] + tc.fill + 1 // rows s+1..k and their commas, less the first comma
+			if k := sort.SearchInts(sum, want); k < len(sum) && sum[k] == want {
+				from = int64(s)
+			}
+		}
+		if from < 0 {
+			t.Fatalf("%s: no start id reaches the edge", tc.edge)
+		}
+		s := startStep(t, h, map[string]string{"workload": "bulk_insert"}, tc.tid, tc.threads, 0, from)
+		m := &model{o: s.o, decl: c.Workloads["bulk_insert"], r: newRefRand(t, h, s.o, 0), tid: int64(tc.tid),
+			threads: int64(tc.threads), cursize: from}
+		sent := 0
+		for e := 1; sent < 2; e++ {
+			if e > 200000 {
+				t.Fatalf("%d events sent %d statements", e, sent)
+			}
+			got, want := s.call(t, s.event), m.event(t)
+			if len(got)+len(want) > 0 {
+				sameStmts(t, fmt.Sprintf("bulk_insert, %s: event %d", tc.edge, e), got, want)
+				sent++
+			}
+		}
+	}
 }

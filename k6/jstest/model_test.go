@@ -95,14 +95,15 @@ func toFloat(v any) float64 {
 
 // model is one thread's sysbench for one workload: its options, stream and thread id.
 type model struct {
-	o        map[string]any
-	decl     workloadDecl
-	r        *refRand
-	tid      int64
-	threads  int64
-	unique   func() int64 // sysbench.rand.unique()
-	cursize  int64        // bulk_insert.lua
-	bulkRows []string
+	o         map[string]any
+	decl      workloadDecl
+	r         *refRand
+	tid       int64
+	threads   int64
+	unique    func() int64 // sysbench.rand.unique()
+	cursize   int64        // bulk_insert.lua
+	bulkRows  []string
+	bulkBytes int // the rows and their commas
 }
 
 func (m *model) opt(k string) int64 { return int64(toFloat(m.o[k])) }
@@ -214,22 +215,43 @@ func (m *model) part(t testing.TB, p string) []Stmt {
 			conds = append(conds, "k BETWEEN ? AND ?")
 		}
 		out = append(out, exec("SELECT count(k) FROM sbtest1 WHERE "+strings.Join(conds, " OR "), args...))
-	case "bulk_insert": // bulk_insert.lua: rows gather until thread_done (bulkFlush)
+	case "bulk_insert": // bulk_insert.lua: con:bulk_insert_next(row), until thread_done (bulkFlush)
 		m.cursize++
-		m.bulkRows = append(m.bulkRows, fmt.Sprintf("(%d,%d)", m.cursize, m.cursize))
+		row := fmt.Sprintf("(%d,%d)", m.cursize, m.cursize)
+		// db_driver.c db_bulk_insert_next(): the statement goes first when the row, its comma
+		// and the terminating NUL would not fit in the 512 KiB buffer
+		comma := func() int {
+			if len(m.bulkRows) > 0 {
+				return 1
+			}
+			return 0
+		}
+		if m.bulkLen()+len(row)+1+comma() > bulkBuffer {
+			out = append(out, m.bulkFlush()...)
+		}
+		m.bulkBytes += comma() + len(row)
+		m.bulkRows = append(m.bulkRows, row)
 	default:
 		t.Fatalf("the model of sysbench has no part %q: model it in k6/jstest/model_test.go", p)
 	}
 	return out
 }
 
+// bulkBuffer is sysbench's bulk insert buffer (db_driver.c: BULK_PACKET_SIZE, 512 KiB).
+const bulkBuffer = 512 * 1024
+
+func (m *model) bulkHead() string { return fmt.Sprintf("INSERT INTO sbtest%d VALUES", m.tid+1) }
+
+// bulkLen: the buffer's use (bulk_ptr): the statement's head, the rows and their commas.
+func (m *model) bulkLen() int { return len(m.bulkHead()) + m.bulkBytes }
+
 // bulkFlush: bulk_insert.lua's thread_done (con:bulk_insert_done()).
 func (m *model) bulkFlush() []Stmt {
 	if len(m.bulkRows) == 0 {
 		return nil
 	}
-	s := exec(fmt.Sprintf("INSERT INTO sbtest%d VALUES", m.tid+1) + strings.Join(m.bulkRows, ","))
-	m.bulkRows = nil
+	s := exec(m.bulkHead() + strings.Join(m.bulkRows, ","))
+	m.bulkRows, m.bulkBytes = nil, 0
 	return []Stmt{s}
 }
 
