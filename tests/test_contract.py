@@ -8,7 +8,7 @@ import pytest
 
 from conftest import ROOT
 
-from tbsreport import ReportError, commands, contract, fmt, gen_docs, manifest, prom, sweep
+from tbsreport import ReportError, commands, contract, fmt, gen_docs, manifest, plan, prom, sweep
 
 C = json.loads((ROOT / "k6/contract.json").read_text())
 Q = json.loads((ROOT / "contract/promql.json").read_text())
@@ -91,6 +91,9 @@ def test_adding_a_workload_follows_the_recipe(tmp_path, monkeypatch):
         sweep.parse_args(["--workloads", "oltp_toy,oltp_read_write", "--threads", "2"])
         with pytest.raises(ReportError, match="valid: oltp_toy, oltp_point_select"):
             sweep.parse_args(["--workloads", "oltp_toys", "--threads", "2"])
+        plan_file = tmp_path / "plan.json"
+        plan_file.write_text(json.dumps({"workloads": ["oltp_toy"], "threads": [2], "arms": [{"name": "a"}, {"name": "b"}]}))
+        assert plan.load(plan_file)["workloads"] == ["oltp_toy"]
         assert fmt.workload_name("oltp_toy") == "Toy"
         doc_table = gen_docs.table(contract.contract())
         assert "(`oltp_toy`, `oltp_point_select`," in doc_table
