@@ -10,7 +10,7 @@
 import exec from 'k6/execution';
 import { sleep } from 'k6';
 import tbs from 'k6/x/tbs';
-import { parseOptions, optionHelp } from './lib/config.js';
+import { parseOptions, optionHelp, WORKLOADS } from './lib/config.js';
 import { makeRand } from './lib/rand.js';
 import { bindEvent, workState, flushBulk } from './lib/sysbench.js';
 import { metrics, tally } from './lib/metrics.js';
@@ -183,7 +183,7 @@ export function setup() {
   const info = targetInfo(sdb, v);
   const bulk = o.workload === 'bulk_insert';
   const need = bulk ? Math.max(...o.threads) : o.tables;
-  if (o.workload.startsWith('select_random_') && o.tables !== 1) {
+  if (WORKLOADS[o.workload].single_table && o.tables !== 1) {
     throw new Error(`invalid option tables=${o.tables}: ${o.workload} supports only tables=1`);
   }
   const have = existingTables(sdb);

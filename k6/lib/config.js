@@ -5,7 +5,10 @@ import { RAND_TYPES } from './rand.js';
 // The shared contract (k6/contract.json): workloads, options with types, defaults and help,
 // presets, the testid rule, timing. Also read by scripts/lib/tbsreport and the README.
 export const CONTRACT = JSON.parse(open('../contract.json'));
+// The workloads, declared once: name -> { event: its parts, trx, counts, single_table, ... }
+// (k6/contract.json's workloads_help; k6/lib/sysbench.js builds the events from them).
 export const WORKLOADS = CONTRACT.workloads;
+const WORKLOAD_NAMES = Object.keys(WORKLOADS);
 
 // name: [type, default, description]. Defaults are sysbench 1.0.20's, except where noted.
 const SPEC = {};
@@ -55,7 +58,7 @@ function parseOne(name, type, raw) {
       return nums;
     }
     case 'workload':
-      if (!WORKLOADS.includes(s)) throw bad(name, raw, `unknown workload (valid: ${WORKLOADS.join(', ')})`);
+      if (!WORKLOAD_NAMES.includes(s)) throw bad(name, raw, `unknown workload (valid: ${WORKLOAD_NAMES.join(', ')})`);
       return s;
     case 'rand':
       if (!RAND_TYPES.includes(s)) throw bad(name, raw, `unknown distribution (valid: ${RAND_TYPES.join(', ')})`);

@@ -32,7 +32,24 @@ def defaults():
 
 
 def workloads():
+    """The workloads' names, in the contract's order."""
     return list(contract()["workloads"])
+
+
+def workload(name):
+    """A workload's declaration (event parts, trx, counts, single_table, tables_after, title);
+    {} for a name the contract does not declare."""
+    return dict(contract()["workloads"].get(name, {}))
+
+
+def valid(name, c=None):
+    """Option `name`'s valid values: its own list, or for the option workload the declared
+    workloads; None when any value of its type goes."""
+    c = c or contract()
+    o = c["options"][name]
+    if o["type"] == "workload":
+        return list(c["workloads"])
+    return o.get("valid")
 
 
 def timing():

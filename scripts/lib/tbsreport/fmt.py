@@ -2,9 +2,7 @@
 import datetime
 import re
 
-# sysbench's workload names as the seeds title them: oltp_update_non_index -> "Update Non-index".
-# The workloads themselves are k6/contract.json's.
-TITLE_EXCEPTIONS = {"oltp_update_non_index": "Update Non-index"}
+from . import contract
 
 
 
@@ -12,9 +10,11 @@ PRODUCTS = {"tidb": "TiDB", "mariadb": "MariaDB", "mysql": "MySQL"}
 
 
 def workload_name(w):
-    """The seeds' title of a workload: "oltp_read_write" -> "Read Write"."""
-    if w in TITLE_EXCEPTIONS:
-        return TITLE_EXCEPTIONS[w]
+    """The seeds' title of a workload: "oltp_read_write" -> "Read Write"; a workload whose title is
+    not made from its name declares it (k6/contract.json: oltp_update_non_index -> "Update Non-index")."""
+    title = contract.workload(w).get("title")
+    if title:
+        return title
     return (w[len("oltp_"):] if w.startswith("oltp_") else w).replace("_", " ").title()
 
 

@@ -8,6 +8,7 @@ from . import ROOT
 from .commands import value_text as default_text  # an option's value as the docs and the commands show it
 from .contract import CONTRACT
 from .contract import contract as read_contract
+from .contract import valid as valid_values
 
 DOC = ROOT / "docs" / "options.md"  # the page that holds the option table
 BEGIN, END = "<!-- options:begin -->", "<!-- options:end -->"
@@ -33,8 +34,9 @@ def table(contract):
                 continue
             d = default_text(o["default"])
             meaning = o["help"]
-            if o.get("valid"):
-                meaning += " (" + ", ".join(f"`{v}`" if v != "" else "empty" for v in o["valid"]) + ")"
+            valid = valid_values(name, contract)
+            if valid:
+                meaning += " (" + ", ".join(f"`{v}`" if v != "" else "empty" for v in valid) + ")"
             out.append(f"| `{name}` | {('`' + cell(d) + '`') if d != '' else '(empty)'} | {cell(meaning)} |")
     for name, p in contract.get("presets", {}).items():
         out += ["", f"`preset={name}` sets " + ", ".join(f"`{k}={default_text(v)}`" for k, v in p.items())

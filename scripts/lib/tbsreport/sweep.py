@@ -102,10 +102,11 @@ def parse_args(argv):
     if not a.workloads or not a.threads:
         raise ReportError("--workloads and --threads are required (or --plan FILE)", code=2)
     workloads = [w.strip() for w in a.workloads.split(",") if w.strip()]
-    bad = [w for w in workloads if w not in WORKLOADS]
+    valid = contract.workloads()
+    bad = [w for w in workloads if w not in valid]
     if bad or not workloads:
         raise ReportError(f"unknown workload '{bad[0] if bad else a.workloads}' in --workloads "
-                          f"(valid: {', '.join(WORKLOADS)})", code=2)
+                          f"(valid: {', '.join(valid)})", code=2)
     if len(set(workloads)) != len(workloads):
         raise ReportError(f"--workloads lists a workload twice: {a.workloads}", code=2)
     if not re.match(r"^\d+(,\d+)*$", a.threads.replace(" ", "")) or any(int(t) < 1 for t in a.threads.split(",")):
