@@ -1,6 +1,7 @@
 """.stack/k6.env (written by scripts/stack up: remote write, the target, its password), read in
 one place for Python. scripts/k6 exports the same file's lines for k6 itself."""
 import os
+import subprocess
 from pathlib import Path
 
 from . import ROOT
@@ -21,3 +22,16 @@ def read_k6_env(path=None):
                 k, v = line.split("=", 1)
                 out[k] = v
     return out
+
+
+def new_testid():
+    """A new testid from our k6's launcher core (`bin/k6 x tbs testid`, k6/ext/launch: the one
+    place testids are made); K6_BIN names another build."""
+    k6 = os.environ.get("K6_BIN") or str(ROOT / "bin/k6")
+    try:
+        p = subprocess.run([k6, "x", "tbs", "testid"], capture_output=True, text=True, timeout=60)
+    except OSError as e:
+        raise RuntimeError(f"{k6}: {e}: run scripts/build k6") from e
+    if p.returncode != 0 or not p.stdout.strip():
+        raise RuntimeError(f"{k6} x tbs testid failed ({p.returncode}): {p.stderr.strip()[-300:]}")
+    return p.stdout.strip()
