@@ -14,7 +14,7 @@ start_at=${TBS_START_AT:-}
 results=${TBS_RESULTS:-/scripts/results}
 fail() { echo "error: $*" >&2; exit 2; }
 case $n in ''|*[!0-9]*|0) fail "K6_INSTANCES='$n': the number of replicas, a whole number 1 or more" ;; esac
-[ -n "$testid" ] || fail "set TBS_TESTID (one testid for every replica), e.g. TBS_TESTID=\$(docker compose run --rm k6 x tbs testid)"
+[ -n "$testid" ] || fail "set TBS_TESTID (one testid for every replica), e.g. TBS_TESTID=\$(docker compose run --rm --no-deps k6 x tbs testid)"
 case $testid in -*|*[!A-Za-z0-9._-]*) fail "TBS_TESTID='$testid': letters, digits, '.', '_' and '-'" ;; esac
 case $start_at in ''|*[!0-9]*) fail "set TBS_START_AT to the shared start in epoch ms, e.g. \$(( (\$(date +%s) + 30) * 1000 ))" ;; esac
 mkdir -p "$results/.claims-$testid"
