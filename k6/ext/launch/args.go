@@ -76,7 +76,15 @@ func parseRunArgs(args []string) (*runArgs, error) {
 		}
 		r.k6 = append(r.k6, a)
 	}
-	if len(r.k6) > 0 {
+	// the script: the last .js or .tar argument (k6 takes options after it too:
+	// `docker compose run --rm k6 run oltp.js -e threads=8`), else the last argument
+	for i := len(r.k6) - 1; i >= 0 && r.script == ""; i-- {
+		if a := r.k6[i]; (strings.HasSuffix(a, ".js") || strings.HasSuffix(a, ".tar")) && !strings.HasPrefix(a, "-") &&
+			(i == 0 || (r.k6[i-1] != "-e" && r.k6[i-1] != "--env")) {
+			r.script = a
+		}
+	}
+	if r.script == "" && len(r.k6) > 0 {
 		r.script = r.k6[len(r.k6)-1]
 	}
 	return r, nil

@@ -163,7 +163,26 @@ func TestParseRunArgs(t *testing.T) {
 	if strings.Join(r.k6, " ") != "-q -e a=1 --env=b=2 -ec=3 --tag x=y -e a=4 k6/oltp.js" {
 		t.Fatal(r.k6)
 	}
+	if r, _ := parseRunArgs([]string{"oltp.js", "-e", "threads=8", "-e", "x.js=1"}); r.script != "oltp.js" {
+		t.Fatal(r.script)
+	}
 	if got := strings.Join(withoutOpts(r.k6, "a"), " "); got != "-q --env=b=2 -ec=3 --tag x=y k6/oltp.js" {
 		t.Fatal(got)
+	}
+}
+
+func TestWebExport(t *testing.T) {
+	o := &runOpts{prefix: "test"}
+	env := map[string]string{"K6_WEB_DASHBOARD": "true"}
+	o.webExport(env, "/r", "t1")
+	if env["K6_WEB_DASHBOARD_EXPORT"] != "/r/t1-web-dashboard.html" {
+		t.Fatal(env)
+	}
+	env = map[string]string{"K6_WEB_DASHBOARD": "true", "K6_WEB_DASHBOARD_EXPORT": "/mine.html"}
+	o.webExport(env, "/r", "t1")
+	off := map[string]string{}
+	o.webExport(off, "/r", "t1")
+	if env["K6_WEB_DASHBOARD_EXPORT"] != "/mine.html" || len(off) != 0 {
+		t.Fatal(env, off)
 	}
 }
