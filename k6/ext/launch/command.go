@@ -44,7 +44,10 @@ k8s/render-testrun run):
       lines appended to FILE and DIR/<testid>.log; with --instances N [--instance LIST] among
       the arguments, the run split over N k6 processes (execution segments), merged by MERGE_PY
   k6 x tbs plan [--flag NAME] [--start-in SECONDS] --instances N K6_RUN_ARGS...
-      checks a split run and prints its plan as JSON (testid, start_at, instances, ...)`
+      checks a split run and prints its plan as JSON (testid, start_at, instances, ...)
+  k6 x tbs target [--stack-env FILE] SCRIPT < OPTIONS_JSON
+      prints the target k6 would connect to (host, port, user, password, db) as JSON, from the
+      user's options ({"name": "value"} on stdin), the environment and the stack's FILE`
 
 func init() {
 	subcommand.RegisterExtension(Name, func(_ *state.GlobalState) *cobra.Command {
@@ -119,11 +122,18 @@ func dispatch(args []string) error {
 			return err
 		}
 		return printPlan(flag, startIn, rest)
+	case "target":
+		stackEnv := ""
+		rest, err := ownFlags(args[1:], map[string]*string{"--stack-env": &stackEnv})
+		if err != nil {
+			return err
+		}
+		return printTarget(stackEnv, rest, os.Stdin)
 	case "help", "-h", "--help":
 		fmt.Println(usage)
 		return nil
 	}
-	return badInput(fmt.Sprintf("k6 x tbs %s: unknown action (valid: testid, run, plan)", args[0]))
+	return badInput(fmt.Sprintf("k6 x tbs %s: unknown action (valid: testid, run, plan, target)", args[0]))
 }
 
 // ownFlags takes the launcher's flags (NAME VALUE or NAME=VALUE) from the front of args.

@@ -1,6 +1,8 @@
 package launch
 
 import (
+	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -184,5 +186,34 @@ func TestWebExport(t *testing.T) {
 	o.webExport(off, "/r", "t1")
 	if env["K6_WEB_DASHBOARD_EXPORT"] != "/mine.html" || len(off) != 0 {
 		t.Fatal(env, off)
+	}
+}
+
+func TestTarget(t *testing.T) {
+	dir := t.TempDir()
+	stack := filepath.Join(dir, "k6.env")
+	if err := os.WriteFile(stack, []byte("# the stack\nmysql_host=127.0.0.1\nmysql_port=4000\nmysql_user=sbtest\n"+
+		"mysql_password=stackpw\nmysql_db=sbtest\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pw := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pw, []byte("mine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{
+		`{"mysql_port":"3306"}`:                `"mysql_port":"3306","mysql_user":"sbtest","mysql_password":"stackpw"`,
+		`{"mysql_password_file":"` + pw + `"}`: `"mysql_password":"mine","mysql_db":"sbtest"`,
+		`{"mysql_host":"db.example"}`:          `"mysql_host":"db.example","mysql_port":"4000","mysql_user":"sbtest","mysql_password":""`,
+	} {
+		old := os.Stdout
+		rd, wr, _ := os.Pipe()
+		os.Stdout = wr
+		err := printTarget(stack, []string{"../../oltp.js"}, bytes.NewBufferString(in))
+		_ = wr.Close()
+		os.Stdout = old
+		out, _ := io.ReadAll(rd)
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("%s: %v %s, want %s", in, err, out, want)
+		}
 	}
 }

@@ -2,7 +2,10 @@ package launch
 
 import (
 	"bufio"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 )
@@ -97,4 +100,48 @@ func environList(m map[string]string) []string {
 		out = append(out, fmt.Sprintf("%s=%s", k, v))
 	}
 	return out
+}
+
+// Target is where a run connects and as whom, as k6 will see it (for the scripts that talk to
+// the target themselves: the sweep's ANALYZE TABLE, the plan's checks).
+type Target struct {
+	Host     string `json:"mysql_host"`
+	Port     string `json:"mysql_port"`
+	User     string `json:"mysql_user"`
+	Password string `json:"mysql_password"`
+	DB       string `json:"mysql_db"`
+}
+
+// printTarget: `k6 x tbs target [--stack-env FILE] SCRIPT`, the user's options (-e) as a JSON
+// object on stdin (never arguments: they may hold the password); prints the Target as JSON.
+func printTarget(stackEnv string, args []string, in io.Reader) error {
+	r, err := parseRunArgs(args)
+	if err != nil {
+		return err
+	}
+	if err := json.NewDecoder(in).Decode(&r.opts); err != nil && !errors.Is(err, io.EOF) {
+		return badInput(fmt.Sprintf("k6 x tbs target: the options on stdin are not a JSON object: %v", err))
+	}
+	c, err := loadContract(r.script)
+	if err != nil {
+		return err
+	}
+	var stack map[string]string
+	if stackEnv != "" {
+		if stack, err = readEnvFile(stackEnv); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	env := Settings(environMap(os.Environ()), stack, r.opts)
+	get := func(k string) string { return r.option(env, k, c.defaultOf(k)) }
+	t := Target{Host: get("mysql_host"), Port: get("mysql_port"), User: get("mysql_user"),
+		Password: get("mysql_password"), DB: get("mysql_db")}
+	if f := get("mysql_password_file"); f != "" {
+		b, err := os.ReadFile(f) //nolint:gosec // the user's password file
+		if err != nil {
+			return badInput(fmt.Sprintf("mysql_password_file %s: cannot read the file (%v)", f, err))
+		}
+		t.Password = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	}
+	return json.NewEncoder(os.Stdout).Encode(t)
 }

@@ -14,7 +14,7 @@ from pathlib import Path
 from . import ROOT, ReportError
 from . import contract
 from .commands import DEFAULTS, scrub_argv
-from .k6env import new_testid, read_k6_env
+from .k6env import new_testid, target_settings
 
 WORKLOADS = contract.workloads()
 # set by the sweep's own flags, so not allowed as -e
@@ -145,16 +145,12 @@ def stack_commit():
 
 
 def target(extra, db):
-    """Where the runs go, as scripts/k6 resolves it: -e, then the environment, then .stack/k6.env,
-    then k6's defaults."""
-    envfile = read_k6_env()
-
-    def get(k):
-        for src in (extra, os.environ, envfile):
-            if k in src and src[k] != "":
-                return src[k]
-        return DEFAULTS[k]
-    t = {k: get(k) for k in ("mysql_host", "mysql_port", "mysql_user", "mysql_password", "mysql_db")}
+    """Where the runs go, as scripts/k6 resolves it (the launcher core, k6env.target_settings):
+    -e, then the environment, then .stack/k6.env, then k6's defaults."""
+    try:
+        t = target_settings(extra)
+    except RuntimeError as e:
+        raise ReportError(f"the target: {e}", code=2) from e
     if db:
         t["mysql_db"] = db
     t["mysql_port"] = int(t["mysql_port"])
