@@ -54,11 +54,11 @@ func launch(o *runOpts, args []string) error {
 		return err
 	}
 	if r.isRun() {
-		c, err := loadContract(r.script)
-		if err != nil {
-			return err
+		def := "results" // k6/contract.json's, when the script has no contract beside it
+		if c, err := loadContract(r.script); err == nil {
+			def = c.defaultOf("results_dir")
 		}
-		if err := checkResults(r.option(env, "results_dir", c.defaultOf("results_dir"))); err != nil {
+		if err := checkResults(r.option(env, "results_dir", def)); err != nil {
 			return err
 		}
 	}
