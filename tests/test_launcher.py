@@ -8,7 +8,8 @@ run starts; issue 28: README's "benchmark another database" with the local stack
 - with the local stack up (its .stack/k6.env gives k6 the sbtest password), the documented
   command with the user's own host, port, user and password file prepares and runs against the
   local TiDB; the password is never in a process's arguments, the output, the run's log or its
-  manifest; a wrong password file is used as given (Access denied), not the stack's.
+  manifest; a wrong password file is used as given (Access denied), not the stack's; a stack
+  that gives its password by file (mysql_password_file in .stack/k6.env) works as well.
 """
 import json
 import os
@@ -112,7 +113,7 @@ def test_benchmark_another_database_with_the_stack_up(stack, tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     testid = f"launcher-other-{int(time.time())}"
-    proc = subprocess.Popen([str(ROOT / "scripts/k6"), "run", *target, *small, "-e", "threads=2", "-e", "time=2",
+    proc = subprocess.Popen([str(ROOT / "scripts/k6"), "run", *target, *small, "-e", "threads=2", "-e", "time=1",
                              "-e", f"testid={testid}", "k6/oltp.js"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     leaked = []
@@ -129,6 +130,14 @@ def test_benchmark_another_database_with_the_stack_up(stack, tmp_path):
     assert log.is_file()
     for text in (out, manifest, log.read_text()):
         assert pw not in text
+    # the stack giving its password by file (as scripts/stack writes .stack/k6.env): a plain run
+    state = tmp_path / "state"
+    state.mkdir()
+    lines = [x for x in stack_env.splitlines() if not x.startswith(("mysql_password=", "mysql_password_file="))]
+    (state / "k6.env").write_text("\n".join(lines + [f"mysql_password_file={STATE / 'secrets' / 'sbtest'}"]) + "\n")
+    p = subprocess.run([str(ROOT / "scripts/k6"), "run", "-q", *small, "-e", "threads=1", "-e", "time=1", "k6/oltp.js"],
+                       cwd=ROOT, env=dict(env, TBS_STATE=str(state)), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     # the user's file is the password used: a wrong one is refused by TiDB, whatever the stack has
     pwfile.write_text("not-the-password\n")
     p = subprocess.run([str(ROOT / "scripts/k6"), "run", *target, *small, "-e", "threads=1", "-e", "time=1",
