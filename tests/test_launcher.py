@@ -114,7 +114,7 @@ def test_benchmark_another_database_with_the_stack_up(stack, tmp_path):
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     testid = f"launcher-other-{int(time.time())}"
     proc = subprocess.Popen([str(ROOT / "scripts/k6"), "run", *target, *small, "-e", "threads=2", "-e", "time=1",
-                             "-e", f"testid={testid}", "k6/oltp.js"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                             "-e", "grace_time=1", "-e", f"testid={testid}", "k6/oltp.js"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     leaked = []
     while proc.poll() is None:
@@ -130,12 +130,12 @@ def test_benchmark_another_database_with_the_stack_up(stack, tmp_path):
     assert log.is_file()
     for text in (out, manifest, log.read_text()):
         assert pw not in text
-    # the stack giving its password by file (as scripts/stack writes .stack/k6.env): a plain run
+    # the stack giving its password by file (as scripts/stack writes .stack/k6.env): the tables read
     state = tmp_path / "state"
     state.mkdir()
     lines = [x for x in stack_env.splitlines() if not x.startswith(("mysql_password=", "mysql_password_file="))]
     (state / "k6.env").write_text("\n".join(lines + [f"mysql_password_file={STATE / 'secrets' / 'sbtest'}"]) + "\n")
-    p = subprocess.run([str(ROOT / "scripts/k6"), "run", "-q", *small, "-e", "threads=1", "-e", "time=1", "k6/oltp.js"],
+    p = subprocess.run([str(ROOT / "scripts/k6"), "run", "-q", *small, "-e", "command=prewarm", "k6/prepare.js"],
                        cwd=ROOT, env=dict(env, TBS_STATE=str(state)), capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     # the user's file is the password used: a wrong one is refused by TiDB, whatever the stack has
