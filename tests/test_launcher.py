@@ -145,3 +145,26 @@ def test_benchmark_another_database_with_the_stack_up(stack, tmp_path):
     assert p.returncode != 0 and "Access denied" in p.stdout + p.stderr, p.stdout[-2000:] + p.stderr[-2000:]
     with __import__("conftest").connect("tidb") as c, c.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS {db}")
+
+
+def test_compose_entrypoint_runs_through_the_core(tmp_path):
+    """k6/docker-entrypoint.sh (compose's k6 image) with our k6 on PATH, as in the image: a run of
+    oltp.js (options after the script, as compose's commands give them) gets a new testid and its
+    lines in $TBS_RUN_LOGS/<testid>.log; a password given with -e replaces compose's
+    mysql_password_file (no "not both"). Port 1: k6 stops at its first connection, naming it."""
+    compose_pw = tmp_path / "sbtest_password"
+    compose_pw.write_text("compose-secret\n")
+    env = {"PATH": f"{ROOT / 'bin'}:/usr/bin:/bin", "TBS_RUN_LOGS": str(tmp_path / "runs"), "K6_OUT": "",
+           "mysql_host": "127.0.0.1", "mysql_port": "1", "mysql_user": "sbtest",
+           "mysql_password_file": str(compose_pw), "results_dir": str(tmp_path / "results")}
+    p = subprocess.run(["sh", str(ROOT / "k6/docker-entrypoint.sh"), "run", "oltp.js", "-e", "mysql_password=mine",
+                        "-e", "threads=1"], cwd=ROOT / "k6", env=env, capture_output=True, text=True, timeout=120)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0 and "cannot connect to MySQL at 127.0.0.1:1 as user 'sbtest'" in out, out[-2000:]
+    assert "not both" not in out and "mine" not in out and "compose-secret" not in out
+    [log] = (tmp_path / "runs").glob("*.log")
+    assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{4}\.log", log.name) and "cannot connect" in log.read_text()
+    # anything but a run is k6 itself
+    p = subprocess.run(["sh", str(ROOT / "k6/docker-entrypoint.sh"), "version"], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0 and "k6 v1.8.1" in p.stdout, p.stdout + p.stderr
