@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OVERRIDE = ROOT / "tests/compose-engine/compose.override.yaml"
 PROJECT = "tidb-bench"  # compose.yaml's name
 NOT_HERE = ["pd", "tikv", "grafana", "grafana-renderer", "alloy"]
-TESTID = "engine-" + time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+TESTID = f"engine-{int(time.time())}"
 SMALL = ["-e", "tables=2", "-e", "table_size=1000"]
 
 

@@ -41,6 +41,30 @@ def test_a_changed_definition_is_drift():
     assert "(pd|tikv|tidb|haproxy|k6|mysqld)[0-9]*" in after[ROOT / "compose/alloy/config.alloy"]
 
 
+def test_a_new_scrape_job_is_one_entry_of_the_definition():
+    """Adding a scraped service: one job in runtime/stack.json gives every mode's scrape job
+    (prometheus/prometheus.yml, each mode's targets file, Kubernetes' jobs when it has a
+    `kubernetes` entry); nothing else is edited by hand."""
+    changed = copy.deepcopy(DEFN)
+    changed["prometheus"]["jobs"]["haproxy"] = {
+        "labels": {"component": "haproxy"},
+        "local": {"comment": "none here", "groups": []},
+        "compose": {"comment": "HAProxy's stats", "groups": [{"targets": ["haproxy:8404"]}]},
+        "kubernetes": {"comment": "HAProxy pods", "pod_app_name": "haproxy", "port": 8404}}
+    before, after = gen_runtime.outputs(DEFN), gen_runtime.outputs(changed)
+    diff = {p.relative_to(ROOT).as_posix() for p in after if before.get(p) != after[p]}
+    assert diff == {"prometheus/prometheus.yml", "prometheus/targets/local/haproxy.yml",
+                    "prometheus/targets/compose/haproxy.yml", "prometheus/targets/compose-cluster/haproxy.yml",
+                    "k8s/prometheus/tidb-operator-scrape.yml"}, diff
+    jobs = {j["job_name"]: j for j in yaml.safe_load(after[ROOT / "prometheus/prometheus.yml"])["scrape_configs"]}
+    assert jobs["haproxy"]["file_sd_configs"] == [{"files": ["targets/haproxy.yml"]}]
+    k8s = {j["job_name"]: j for j in yaml.safe_load(after[ROOT / "k8s/prometheus/tidb-operator-scrape.yml"])}
+    assert k8s["haproxy"]["relabel_configs"][0]["regex"] == "haproxy"
+    # the Kubernetes jobs are the definition's jobs with a `kubernetes` entry
+    now = yaml.safe_load((ROOT / "k8s/prometheus/tidb-operator-scrape.yml").read_text())
+    assert [j["job_name"] for j in now] == [j for j, s in DEFN["prometheus"]["jobs"].items() if "kubernetes" in s]
+
+
 def targets(mode):
     """job -> [target group] as Prometheus reads prometheus/targets/<mode>/."""
     return {f.stem: yaml.safe_load(f.read_text()) for f in sorted((ROOT / f"prometheus/targets/{mode}").glob("*.yml"))}

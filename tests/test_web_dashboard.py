@@ -72,7 +72,8 @@ def test_scripts_k6_wires_the_dashboard_to_localhost(tmp_path):
     assert got["K6_WEB_DASHBOARD_HOST"] == "127.0.0.1"
     assert got["XK6_DASHBOARD_CONFIG"] == str(CONFIG)
     assert got["K6_WEB_DASHBOARD_TAGS"] == "kind,threads" and got["K6_WEB_DASHBOARD_PERIOD"] == "2s"
-    assert got["K6_WEB_DASHBOARD_EXPORT"].endswith(".html")
+    # the export's name (<results_dir>/<testid>-web-dashboard.html) is the launcher core's
+    # (k6/ext/launch, TestWebExport); the live test below opens the file a real run saved
     # without K6_WEB_DASHBOARD nothing is set
     env.pop("K6_WEB_DASHBOARD")
     p = subprocess.run([str(ROOT / "scripts/k6"), "run", "-e", f"results_dir={tmp_path}", "oltp.js"],

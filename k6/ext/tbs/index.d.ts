@@ -24,6 +24,8 @@
 export interface Tbs {
   /** Epoch milliseconds, monotonic, microsecond resolution. */
   now(): number;
+  /** A new testid (UTC time and four hex digits), made by the launcher core (k6/ext/launch). */
+  newTestId(): string;
 
   /** The process-wide sysbench histogram `name` (1,024 log buckets, 0.001 ms to 100 s), made on first use. */
   histogram(name: string): Histogram;

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from . import ROOT, ReportError, contract
 from .commands import DEFAULTS
+from .k6env import new_testid
 
 KEYS = {"workloads", "threads", "repeats", "seed", "options", "reset", "analyze", "prepare_threads", "arms",
         "admin", "description", "source", "targets", "prepare"}
@@ -193,7 +194,10 @@ def run_plan(a, argv):
         plan["repeats"] = a.repeats
     results = Path(a.results).resolve()
     results.mkdir(parents=True, exist_ok=True)
-    base = a.id or time.strftime("%Y%m%d-%H%M%S")
+    try:
+        base = a.id or new_testid()
+    except RuntimeError as e:
+        raise _err(f"no plan id: {e}") from e
     base = base[len("plan-"):] if base.startswith("plan-") else base
     names = [arm["name"] for arm in plan["arms"]]
     repeats = plan.get("repeats", 1)

@@ -3,12 +3,9 @@ workload its own k6 run (testid), optional data reset (cleanup + prepare) and AN
 before each workload, a sweep manifest results/sweep-<id>.json listing the testids, and a
 report at the end (scripts/report on the sweep)."""
 import argparse
-import datetime
 import json
 import os
-import random
 import re
-import string
 import subprocess
 import sys
 import time
@@ -17,7 +14,7 @@ from pathlib import Path
 from . import ROOT, ReportError
 from . import contract
 from .commands import DEFAULTS, scrub_argv
-from .k6env import read_k6_env
+from .k6env import new_testid, target_settings
 
 WORKLOADS = contract.workloads()
 # set by the sweep's own flags, so not allowed as -e
@@ -127,8 +124,10 @@ def parse_args(argv):
         if k not in DEFAULTS:
             raise ReportError(f"unknown option '{k}' in -e {k}=... (valid: {', '.join(DEFAULTS)})", code=2)
         extra[k] = v
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = a.id or f"{stamp}-{''.join(random.choices(string.ascii_lowercase + string.digits, k=4))}"
+    try:
+        base = a.id or new_testid()
+    except RuntimeError as e:
+        raise ReportError(f"no sweep id: {e}", code=2) from e
     base = base[len("sweep-"):] if base.startswith("sweep-") else base
     for w in workloads:
         if not contract.testid_re().match(f"{base}-{w}" + (f"-r{a.repeats}" if a.repeats > 1 else "")):
@@ -147,16 +146,12 @@ def stack_commit():
 
 
 def target(extra, db):
-    """Where the runs go, as scripts/k6 resolves it: -e, then the environment, then .stack/k6.env,
-    then k6's defaults."""
-    envfile = read_k6_env()
-
-    def get(k):
-        for src in (extra, os.environ, envfile):
-            if k in src and src[k] != "":
-                return src[k]
-        return DEFAULTS[k]
-    t = {k: get(k) for k in ("mysql_host", "mysql_port", "mysql_user", "mysql_password", "mysql_db")}
+    """Where the runs go, as scripts/k6 resolves it (the launcher core, k6env.target_settings):
+    -e, then the environment, then .stack/k6.env, then k6's defaults."""
+    try:
+        t = target_settings(extra)
+    except RuntimeError as e:
+        raise ReportError(f"the target: {e}", code=2) from e
     if db:
         t["mysql_db"] = db
     t["mysql_port"] = int(t["mysql_port"])
