@@ -25,7 +25,7 @@ import time
 
 import pytest
 
-from doccmds import PAGES, ROOT, blocks, sh_blocks
+from doccmds import ROOT, blocks, sh_blocks
 
 DB = "sbtest_docs_cmd"
 # Known failures on this branch, by a text of the command: strict, so the test fails (XPASS) once
