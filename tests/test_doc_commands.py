@@ -28,14 +28,20 @@ import pytest
 from doccmds import ROOT, blocks, sh_blocks
 
 DB = "sbtest_docs_cmd"
-# Known failures on this branch, by a text of the command: strict, so the test fails (XPASS) once
-# the fix lands and the entry must go.
+# Known failures on this branch: a text of the command -> (the error it stops with, why). Strict,
+# so the test fails (XPASS) once the fix lands and the entry must go; a block that fails with
+# any other error fails the test.
 XFAIL = {
-    "mysql_password_file=.stack/secrets/sbtest":
+    "mysql_password_file=.stack/secrets/sbtest": (
+        "give mysql_password or mysql_password_file, not both",
         "scripts/k6 exports .stack/k6.env's mysql_password, and k6 refuses mysql_password with "
         "mysql_password_file ('give mysql_password or mysql_password_file, not both'): the launcher's fix "
-        "(scripts/k6, k6/lib/run.js) is on its own branch (issue #28)",
+        "(scripts/k6, k6/lib/run.js) is on its own branch (issue #28)"),
 }
+
+
+class KnownFailure(Exception):
+    """A block failed with the error an XFAIL entry names."""
 DOCKER = re.compile(r"(^|[;&|]\s*|\b[A-Z_]+=\S*\s+)(docker|kubectl|helm)\b")
 SECRET_ARGS = [
     (re.compile(r"-e\s+mysql_password="), "-e mysql_password=... (use mysql_password_file)"),
@@ -51,7 +57,8 @@ def runnable():
         if b.kind() != "run" or all(reason for _, _, reason in b.plan()):
             continue
         cmds = " ".join(c for _, c, r in b.plan() if not r)
-        marks = [pytest.mark.xfail(strict=True, reason=why) for text, why in XFAIL.items() if text in cmds]
+        marks = [pytest.mark.xfail(strict=True, raises=KnownFailure, reason=why)
+                 for text, (_, why) in XFAIL.items() if text in cmds]
         out.append(pytest.param(b, id=b.where, marks=marks))
     return out
 
@@ -173,8 +180,10 @@ def test_documented_block_runs_as_written(docenv, block):
     out = p.stdout + p.stderr
     docenv["runs"] += re.findall(r"testid=(\S+) workload=(\S+)", out)
     print(f"{block.where}: exit {p.returncode} in {time.time() - t0:.0f} s")
-    if p.returncode != 0 and any(text in " ".join(script) for text in XFAIL):
+    known = [err for text, (err, _) in XFAIL.items() if text in " ".join(script) and err in out]
+    if p.returncode != 0 and known:
         docenv["xfailed"].append(block.where)
+        raise KnownFailure(f"{block.where}: {known[0]}")
     assert p.returncode == 0, f"{block.where} failed (exit {p.returncode}):\n" + "\n".join(script[1:]) + \
         f"\n--- output (tail)\n{out[-4000:]}"
 

@@ -412,3 +412,33 @@ def test_v61_plan_stops_on_the_local_unistore_before_anything_runs(stack, tmp_pa
     assert tidb_globals(["tidb_enable_async_commit", "tidb_enable_1pc"]) == before
     assert not res.exists() or not list(res.glob("*.json"))
     tidb_root("DROP DATABASE IF EXISTS sbtest_docs_unistore")
+
+
+def test_a_plan_that_prepares_creates_its_missing_database(stack, tmp_path):
+    """plans/local-aab.json on a fresh stack (issue #28): its database does not exist yet. The
+    plan prepares its table (prepare: true), so it creates the database first and runs; a plan
+    that does not prepare stops before anything runs, naming the database and the command that
+    prepares it. (Its arms without set_global and one short sample each: the shared TiDB's
+    variables are not touched.)"""
+    from conftest import sql, tidb_root
+    db = "sbtest_docs_newdb"
+    tidb_root(f"DROP DATABASE IF EXISTS {db}")
+    plan = load_json(ROOT / "plans/local-aab.json")
+    assert plan["prepare"] is True and plan["options"]["mysql_db"] == "sbtest_aab"
+    plan["arms"] = [a for a in plan["arms"] if not a.get("set_global")]
+    plan.update(repeats=1, workloads=["oltp_point_select"], threads=[1])
+    plan["options"].update(time=1, mysql_db=db)
+    f = tmp_path / "plan.json"
+    f.write_text(json.dumps(dict(plan, prepare=False)))
+    p = sweep("--plan", str(f), "--results", str(tmp_path / "r1"), "--id", "nodb", "--no-report")
+    assert p.returncode == 2 and f"database '{db}' does not exist on 127.0.0.1:4000" in p.stderr, p.stderr
+    assert f"scripts/k6 run -e mysql_db={db} -e tables=N -e table_size=N k6/prepare.js" in p.stderr
+    assert not tidb_root(f"SHOW DATABASES LIKE '{db}'")
+    f.write_text(json.dumps(plan))
+    try:
+        p = sweep("--plan", str(f), "--results", str(tmp_path / "r2"), "--id", "newdb", "--no-report", timeout=300)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        assert f"plan: created database {db} on 127.0.0.1:4000" in p.stdout
+        assert sql("tidb", "SELECT COUNT(*) FROM sbtest1", db=db)[0][0] == 20000
+    finally:
+        tidb_root(f"DROP DATABASE IF EXISTS {db}")
