@@ -306,7 +306,9 @@ def test_our_k6_on_the_host_runs_against_compose(ran):
     p = subprocess.run([str(c.dir / words[0]), *words[1:]], cwd=c.dir, env=env,
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    testid = re.search(r"testid=(\S+) workload=", p.stdout + p.stderr).group(1)
+    m = re.search(r"testid=(\S+) workload=", p.stdout + p.stderr)
+    assert m, f"the run printed no testid:\n{p.stdout[-3000:]}"
+    testid = m.group(1)
     prom = c.port("prometheus", 9090)
     got = []
     for _ in range(10):
