@@ -21,7 +21,7 @@ TARGETS = {"tidb": 4000, "mariadb": 3306}
 
 # The suite's k6 runs give each thread step 1 s to connect and 1 s of graceful stop (options
 # connect_time and grace_time, which k6 also reads from the environment; a user's defaults are
-# 2 s and 3 s): about 3 s less for each of the suite's ~170 steps. test_steps_timing runs the
+# 3 s up to 125 threads and 3 s): about 4 s less for each of the suite's ~170 steps. test_steps_timing runs the
 # defaults.
 os.environ.setdefault("connect_time", "1")
 os.environ.setdefault("grace_time", "1")

@@ -3,7 +3,7 @@ Prometheus scrape jobs for a TiDB Operator cluster, checked offline with real va
 (scripts/test-setup.d/70-k8s.sh pins them in .stack/venv-k8s):
 
 - check-jsonschema against the openAPIV3Schema of k6-operator's TestRun CRD
-  (/work/shared/fixtures or tests/fixtures: k6.io_testruns.yaml), made strict (unknown fields
+  (../shared/fixtures beside the checkout, or $TBS_FIXTURES: k6-operator/k6.io_testruns.yaml), made strict (unknown fields
   rejected), with broken TestRuns as negative controls;
 - kubernetes-validate --strict (Kubernetes 1.37's schemas) on the PVC, the reader pod, the RBAC
   objects, and on the runner pod k6-operator builds from a TestRun (its env, resources, volumes);
@@ -22,8 +22,7 @@ import yaml
 from conftest import ROOT, STATE
 
 VENV = STATE / "venv-k8s" / "bin"
-CRD_PATHS = [Path(os.environ.get("TBS_FIXTURES", "/work/shared/fixtures")) / "k6-operator/k6.io_testruns.yaml",
-             ROOT.parent / "shared/fixtures/k6-operator/k6.io_testruns.yaml"]
+CRD_PATHS = [Path(os.environ.get("TBS_FIXTURES") or ROOT.parent / "shared/fixtures") / "k6-operator/k6.io_testruns.yaml"]
 RENDER = ROOT / "k8s/render-testrun"
 IMAGE = "registry.example.com/tidb-bench-k6:v1"
 

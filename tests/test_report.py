@@ -8,6 +8,7 @@
 - bad input: unknown testid, a testid Prometheus has no data for, two runs with no workload
   in common, unreachable Prometheus -> message, exit code, no report folder left behind.
 """
+import base64
 import json
 import os
 import re
@@ -77,9 +78,16 @@ def test_golden_single_run_with_grafana_snapshots(tmp_path):
     testid = "dev-tidb-oltp_point_select"
     m = json.loads((GOLDEN / "results" / f"{testid}.json").read_text())
     with prometheus_replay() as prom, grafana_standin() as graf:
-        url = graf.url.replace("http://", "http://admin:s3cret@")
+        url = graf.url.replace("http://", "http://admin@")
+        pwfile = tmp_path / "grafana-admin"
+        pwfile.write_text("s3cret\n")
+        # a password in the argument is refused (the process list shows it), before anything is written
+        bad = run_report("--results", str(GOLDEN / "results"), "--prometheus", prom.url,
+                         "--grafana", url.replace("admin@", "admin:s3cret@"), "--out", str(out), testid, env=GOLDEN_ENV)
+        assert bad.returncode == 2 and "a password in an argument shows in the process list" in bad.stderr, bad.stderr
+        assert "s3cret" not in bad.stderr and not out.exists()
         p = run_report("--results", str(GOLDEN / "results"), "--prometheus", prom.url, "--grafana", url,
-                       "--out", str(out), testid, env=GOLDEN_ENV)
+                       "--grafana-password-file", str(pwfile), "--out", str(out), testid, env=GOLDEN_ENV)
     assert p.returncode == 0, p.stderr
     assert not prom.misses, f"queries not in the recording: {prom.misses}"
     check_golden(out / "report.md", "expected-single.md")
@@ -92,7 +100,7 @@ def test_golden_single_run_with_grafana_snapshots(tmp_path):
         q = dict(urllib.parse.parse_qsl(u.query))
         assert q["var-testid"] == testid and int(q["panelId"]) in ids.values()
         assert int(q["from"]) == m["run_start"] - 5000 and int(q["to"]) == m["run_end"] + 5000
-        assert auth and auth.startswith("Basic ")
+        assert auth == "Basic " + base64.b64encode(b"admin:s3cret").decode()  # the user of the URL, the file's password
     assert {int(dict(urllib.parse.parse_qsl(u.query))["panelId"]) for u, _ in renders} == \
         {ids[t] for t in ("QPS by thread step", "p95 and p99 latency", "Mean latency", "Errors by code")}
     snaps = sorted((out / "snapshots").glob("*.png"))

@@ -21,7 +21,8 @@ examples:
   scripts/report 20261122-164931-db80
   scripts/report sweep-20261122-170000-ab12 sweep-20261123-090000-cd34
   scripts/report plan-aa1                     (a plan's first two arms; scripts/sweep --plan)
-  scripts/report --out /tmp/ab --grafana http://admin:admin@127.0.0.1:3000 RUN_A RUN_B
+  scripts/report --out /tmp/ab --grafana http://admin@127.0.0.1:3000 \
+                 --grafana-password-file .stack/secrets/grafana-admin RUN_A RUN_B
 exit codes: 0 report written, 2 bad input (unknown run, no workload in common),
             3 Prometheus has no data for a run, 1 anything else.
 """
@@ -38,15 +39,30 @@ def parser():
                     help="Prometheus with the runs' series (default: $TBS_PROMETHEUS_URL or http://127.0.0.1:9090)")
     ap.add_argument("--grafana", metavar="URL", default=os.environ.get("GRAFANA_URL") or None,
                     help="Grafana with the image renderer, for panel snapshots (default: $GRAFANA_URL; "
-                         "user:password@ in the URL or $GRAFANA_TOKEN authenticate)")
+                         "user@ in the URL with --grafana-password-file, or $GRAFANA_TOKEN, authenticate; "
+                         "a password in the URL is refused: it would show in the process list)")
+    ap.add_argument("--grafana-password-file", metavar="FILE", default=os.environ.get("GRAFANA_PASSWORD_FILE") or None,
+                    help="the password of the --grafana URL's user (default admin), read from FILE "
+                         "(default: $GRAFANA_PASSWORD_FILE)")
     ap.add_argument("--results", metavar="DIR", default=os.environ.get("TBS_RESULTS_DIR") or str(ROOT / "results"),
                     help="where the run and sweep manifests are (default: results/)")
     return ap
 
 
 def main(argv=None, fetch=None):
+    argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
     try:
+        from . import grafana
+        if any(a == "--grafana" or a.startswith("--grafana=") for a in argv):
+            bad = grafana.password_in_argument(args.grafana)
+            if bad:
+                raise ReportError(bad, code=2)
+        if args.grafana and args.grafana_password_file:
+            try:
+                args.grafana = grafana.with_password_file(args.grafana, args.grafana_password_file)
+            except ValueError as e:
+                raise ReportError(str(e), code=2)
         results = Path(args.results)
         run, cand = args.run, args.candidate
         if run.startswith("plan-") and not cand:  # a plan: its first two arms

@@ -8,6 +8,7 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
 from . import ROOT
 
@@ -17,6 +18,35 @@ DASHBOARD_FILE = ROOT / "grafana/dashboards/benchmark/benchmark-run.json"
 PANEL_TITLES = ["QPS by thread step", "p95 and p99 latency", "Mean latency", "Errors by code"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 MARGIN_MS = 5000
+
+
+def password_in_argument(url):
+    """The error for a --grafana URL given on the command line with a password in it (a process'
+    arguments are visible to every user of the host: `ps`), else None."""
+    u = urllib.parse.urlsplit(url or "")
+    if u.password is None:
+        return None
+    user = u.username or "admin"
+    return (f"--grafana {u.scheme}://{user}:***@{u.hostname}{f':{u.port}' if u.port else ''}: a password in an "
+            "argument shows in the process list; give the user in the URL "
+            f"(--grafana {u.scheme}://{user}@{u.hostname}{f':{u.port}' if u.port else ''}) and the password by "
+            "file (--grafana-password-file FILE or GRAFANA_PASSWORD_FILE), or a token in GRAFANA_TOKEN")
+
+
+def with_password_file(url, path):
+    """`url` with the password read from `path` (its first line) as the URL's user's password
+    (default user admin); ValueError naming the file when it cannot be read."""
+    try:
+        text = Path(path).read_text().strip()
+    except OSError as e:
+        raise ValueError(f"cannot read the Grafana password file {path}: {e.strerror}")
+    pw = text.splitlines()[0].strip() if text else ""
+    if not pw:
+        raise ValueError(f"the Grafana password file {path} is empty")
+    u = urllib.parse.urlsplit(url)
+    user = urllib.parse.quote(urllib.parse.unquote(u.username or "admin"), safe="")
+    host = (u.hostname or "") + (f":{u.port}" if u.port else "")
+    return urllib.parse.urlunsplit(u._replace(netloc=f"{user}:{urllib.parse.quote(pw, safe='')}@{host}"))
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):

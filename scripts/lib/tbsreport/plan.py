@@ -19,7 +19,16 @@ runs with the value it had when the plan started, and every such variable is res
 end. Run again with the same --id, an interrupted plan resumes: finished samples are kept.
 
 `"prepare": true` drops and prepares the tables (prepare.js) once per target before the first
-sample (a resumed plan does not again); `"reset": true` does so before every sample. `"source"`
+sample (a resumed plan does not again); `"reset": true` does so before every sample. A plan that
+prepares (either) creates its database when the target has none; one that does not stops before
+anything runs, naming the database and the command that prepares it.
+
+Before anything runs, a plan whose arms turn on tidb_enable_async_commit or tidb_enable_1pc and
+whose workloads write stops on a target that is TiDB on unistore (the local stack's: its
+`tidb_version()` says `Store: unistore`): unistore fails TiDB's own index assertion (error 8141)
+under async commit and 1PC with concurrent writes, so such a run would stop minutes in. The
+message names the variables and the ways around: `--drop-global` (seedplan.py), read-only
+workloads (`--workloads`), or a real cluster. `"source"`
 names the report a plan reproduces (plans/seed-*.json), `"targets": "required"` refuses to
 run until `--arm-target` gives every arm a target. The command line may scale a plan down and
 point its arms at targets: `--scale`, `--threads`, `--time`, `--warmup-time`, `--workloads`,
@@ -46,6 +55,11 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.]{0,15}$")
 # set by the plan itself, not as an option
 OWN = {"workload", "threads", "testid", "results_dir", "command"}
 VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# sysbench's tests that only read (k6/lib/workloads: no INSERT, UPDATE or DELETE)
+READ_ONLY = {"oltp_point_select", "oltp_read_only", "select_random_points", "select_random_ranges"}
+# what TiDB on unistore (tidb-server --store=unistore, the local stack's) cannot take with
+# concurrent writes: its index assertion fails (error 8141, "assertion failed ... assertion: Exist")
+UNISTORE_UNSAFE = ("tidb_enable_async_commit", "tidb_enable_1pc")
 
 
 def same_value(got, want):
@@ -174,6 +188,76 @@ def connect(t, user=None, password=None):
                            database=None if user else t["mysql_db"], autocommit=True, connect_timeout=10)
 
 
+def unistore_conflict(plan, arm_names, store):
+    """The message that stops a plan before it runs when the arms `arm_names` (at one target whose
+    TiDB store is `store`) turn on UNISTORE_UNSAFE variables and the plan's workloads write; None
+    when they can run."""
+    if (store or "").lower() != "unistore":
+        return None
+    on = {}
+    for arm in plan["arms"]:
+        if arm["name"] in arm_names:
+            for v, x in (arm.get("set_global") or {}).items():
+                if v in UNISTORE_UNSAFE and same_value(x, 1):
+                    on.setdefault(v, []).append(arm["name"])
+    writes = [w for w in plan["workloads"] if w not in READ_ONLY]
+    if not on or not writes:
+        return None
+    names = sorted(on)
+    arms = sorted({a for v in names for a in on[v]})
+    reads = [w for w in plan["workloads"] if w in READ_ONLY]
+    return (f"arm(s) {', '.join(arms)} set {', '.join(f'{v}=ON' for v in names)}, and the target is TiDB on "
+            "unistore (tidb_version(): Store: unistore, as the local stack's), which fails TiDB's index "
+            "assertion (error 8141, 'assertion failed ... assertion: Exist') under async commit and 1PC with "
+            f"concurrent writes: the write workload(s) {', '.join(writes)} would stop with it (sysbench does "
+            "too). Run the plan against a real cluster (TiKV), or here with --drop-global "
+            f"{','.join(names)} (the arms keep their other variables; the report records it)"
+            + (f", or only its read-only workloads (--workloads {','.join(reads)})" if reads else
+               ", or with read-only workloads only")
+            + " (nothing was run)")
+
+
+def tidb_store(conn):
+    """'unistore', 'tikv', ... from TiDB's tidb_version() ('Store: ...' line); None for a server
+    that is not TiDB (MySQL, MariaDB) or does not say."""
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT tidb_version()")
+            text = str(cur.fetchone()[0])
+    except Exception:  # not TiDB: no such function
+        return None
+    m = re.search(r"^Store:\s*(\S+)", text, re.M)
+    return m.group(1) if m else None
+
+
+def ensure_database(t, prepares):
+    """The target's database, created when missing and the plan prepares its tables; otherwise a
+    ReportError naming the database and what makes it."""
+    import pymysql
+    try:
+        connect(t).close()
+        return
+    except pymysql.err.OperationalError as e:
+        if e.args[0] != 1049:  # ER_BAD_DB_ERROR; anything else is the caller's "cannot be reached"
+            raise
+    where = f"{t['mysql_host']}:{t['mysql_port']}"
+    if not prepares:
+        raise _err(f"database '{t['mysql_db']}' does not exist on {where}, and the plan does not prepare its "
+                   "tables (\"prepare\": true or \"reset\": true): create and prepare it first "
+                   f"(scripts/k6 run -e mysql_db={t['mysql_db']} -e tables=N -e table_size=N k6/prepare.js after "
+                   f"CREATE DATABASE {t['mysql_db']}), or give --mysql-db (nothing was run)")
+    c = connect(dict(t, mysql_db=None))
+    try:
+        with c.cursor() as cur:
+            cur.execute(f"CREATE DATABASE IF NOT EXISTS `{t['mysql_db']}`")
+    except pymysql.MySQLError as e:
+        raise _err(f"database '{t['mysql_db']}' does not exist on {where} and user '{t['mysql_user']}' cannot "
+                   f"create it: {e.args[-1]}; create it as an admin, or give --mysql-db (nothing was run)")
+    finally:
+        c.close()
+    print(f"plan: created database {t['mysql_db']} on {where} (the plan prepares its tables)", flush=True)
+
+
 def admin_password(adm):
     pf = adm.get("password_file")
     if not pf:
@@ -230,13 +314,21 @@ def run_plan(a, argv):
             raise _err(f"arm '{arm['name']}': {bad} (nothing was run)")
         t = sw.target({k: str(v) for k, v in opts.items()}, None)
         targets[arm["name"]] = t
+        key = (t["mysql_host"], t["mysql_port"])
         try:
-            connect(t).close()
+            c = connect(dict(t, mysql_db=None))
+            store = tidb_store(c)
+            c.close()
+            conflict = unistore_conflict(plan, [a["name"] for a in plan["arms"] if target_of(a) == key], store)
+            if conflict:
+                raise _err(f"{t['mysql_host']}:{t['mysql_port']}: {conflict}")
+            ensure_database(t, bool(plan.get("prepare") or plan.get("reset")))
+        except ReportError:
+            raise
         except Exception as e:  # pymysql's errors, refused ports, unknown hosts
             raise _err(f"arm '{arm['name']}' cannot be reached: {t['mysql_host']}:{t['mysql_port']} as user "
                        f"'{t['mysql_user']}' (database '{t['mysql_db']}'): {getattr(e, 'args', [e])[-1]} "
                        "(nothing was run)")
-        key = (t["mysql_host"], t["mysql_port"])
         sg_vars = sorted(tvars[key])
         if sg_vars:
             adm = plan["admin"]

@@ -299,7 +299,7 @@ class Report(WorkloadSections):
         L.append("## Test commands")
         L.append("")
         L.append("The runs, rebuilt from their manifests (`scripts/k6` adds the password from `.stack/k6.env`; "
-                 "for another server add `-e mysql_password=...`).")
+                 "for another server add `-e mysql_password_file=FILE`: a password in an argument shows in `ps`).")
         L.append("")
         for i, s in enumerate(self.sets):
             if self.pair:

@@ -10,6 +10,9 @@ tables of 10,000,000 rows, 150..3,072 threads, 5 or 20 minutes a step. On the co
 - `--threads 1,2`, `--time S`, `--warmup-time S` replace the plan's thread steps and times
   (150..1,200 threads are not something a laptop can honestly run), `--workloads W1,W2` runs a
   subset of the plan's workloads in the plan's order and `--mysql-db DB` another database;
+- `--drop-global VAR[,VAR]` leaves those `set_global` variables out of every arm (the arms keep
+  their others), e.g. `tidb_enable_async_commit,tidb_enable_1pc`, which the local stack's
+  unistore cannot take with concurrent writes (plan.py stops such a plan before it runs);
 - `--arm-target ARM=HOST:PORT` (once per arm) points an arm at its target, `--arm-target
   all=HOST:PORT` every arm at one target (an A/A of the method). A plan with
   `"targets": "required"` (the seed plans) does not run until every arm has one.
@@ -131,6 +134,19 @@ def apply(plan, path, a):
             raise _err(f"invalid --mysql-db {a.mysql_db}: letters, digits and _ (at most 64)")
         opts["mysql_db"] = a.mysql_db
         overrides["mysql_db"] = a.mysql_db
+    if getattr(a, "drop_global", None):
+        drop = [v.strip() for v in a.drop_global.split(",") if v.strip()]
+        setg = sorted({v for arm in plan["arms"] for v in (arm.get("set_global") or {})})
+        bad = [v for v in drop if v not in setg] or ([] if drop else [a.drop_global])
+        if bad:
+            raise _err(f"--drop-global: '{bad[0]}' is not a variable the plan's arms set "
+                       f"(valid: {', '.join(setg) or 'none: the plan sets no variables'})")
+        for arm in plan["arms"]:
+            sg = {k: v for k, v in (arm.get("set_global") or {}).items() if k not in drop}
+            if "set_global" in arm:
+                arm["set_global"] = sg
+        overrides["drop_global"] = drop
+        notes.append(f"set_global without {', '.join(drop)} (plan: sets them)")
     targets = parse_arm_targets(getattr(a, "arm_target", None), names)
     if plan.get("targets") == "required":
         missing = [n for n in names if n not in targets]

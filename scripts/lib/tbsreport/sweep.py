@@ -51,6 +51,9 @@ def parser():
     ap.add_argument("--arm-target", action="append", default=[], metavar="ARM=HOST:PORT",
                     help="with --plan: the arm's target (repeat per arm; all=HOST:PORT: every arm at one "
                          "target); the seed plans need one for every arm")
+    ap.add_argument("--drop-global", metavar="VAR[,VAR]",
+                    help="with --plan: leave these set_global variables out of every arm, e.g. "
+                         "tidb_enable_async_commit,tidb_enable_1pc on the local stack's unistore")
     ap.add_argument("--time", type=int, help="seconds measured per step (k6 option time)")
     ap.add_argument("--warmup-time", type=int, help="seconds of warm-up before each step (warmup_time)")
     ap.add_argument("--tables", type=int, help="number of tables (tables)")
@@ -68,6 +71,7 @@ def parser():
     ap.add_argument("--out", help="report folder (scripts/report --out)")
     ap.add_argument("--prometheus", help="scripts/report --prometheus")
     ap.add_argument("--grafana", help="scripts/report --grafana")
+    ap.add_argument("--grafana-password-file", metavar="FILE", help="scripts/report --grafana-password-file")
     ap.add_argument("--baseline", metavar="RUN", help="compare with this testid or sweep in the final report")
     ap.add_argument("--no-report", action="store_true", help="run the sweep only")
     return ap
@@ -81,18 +85,22 @@ def parse_args(argv):
     a = parser().parse_args(argv)
     if a.repeats < 1:
         raise ReportError(f"invalid --repeats {a.repeats}: must be >= 1", code=2)
+    from .grafana import password_in_argument
+    if password_in_argument(a.grafana):
+        raise ReportError(password_in_argument(a.grafana), code=2)
     if a.plan:
         # what a plan file holds itself is not taken from the command line (--threads, --time,
         # --warmup-time, --workloads, --mysql-db and --scale do override it: tbsreport/seedplan.py)
         for flag, v in (("-e", a.extra), ("--tables", a.tables), ("--table-size", a.table_size),
                         ("--analyze", a.analyze), ("--reset", a.reset), ("--out", a.out),
-                        ("--prometheus", a.prometheus), ("--grafana", a.grafana), ("--baseline", a.baseline)):
+                        ("--prometheus", a.prometheus), ("--grafana", a.grafana),
+                        ("--grafana-password-file", a.grafana_password_file), ("--baseline", a.baseline)):
             if v:
                 raise ReportError(f"{flag} does not apply to --plan: set it in the plan file (its options, "
                                   "analyze, reset), or scale rows with --scale; report with scripts/report "
                                   "plan-<id>", code=2)
         return a, None, None, None
-    for flag, v in (("--scale", a.scale), ("--arm-target", a.arm_target)):
+    for flag, v in (("--scale", a.scale), ("--arm-target", a.arm_target), ("--drop-global", a.drop_global)):
         if v:
             raise ReportError(f"{flag} applies to a plan (--plan FILE); a sweep takes --table-size and "
                               "-e mysql_host=... -e mysql_port=...", code=2)
@@ -256,7 +264,8 @@ def save_json(path, data):
 
 def report_cmd(a, results, runs):
     cmd = [sys.executable, str(ROOT / "scripts/report"), "--results", str(results)]
-    for flag, v in (("--out", a.out), ("--prometheus", a.prometheus), ("--grafana", a.grafana)):
+    for flag, v in (("--out", a.out), ("--prometheus", a.prometheus), ("--grafana", a.grafana),
+                    ("--grafana-password-file", a.grafana_password_file)):
         if v:
             cmd += [flag, v]
     return cmd + runs
