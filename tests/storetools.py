@@ -96,7 +96,7 @@ def make_index(path, runs, points, change_points=()):
 def run_row(i, version="v8.5.6", day0="2026-11-01"):
     import datetime as dt
     t = dt.datetime.fromisoformat(day0 + "T02:00:00+00:00") + dt.timedelta(days=i)
-    testid = f"{t:%Y%m%d-%H%M%S}-n{i:02d}"
+    testid = f"night-{t.date().isoformat()}-n{i:02d}"  # a test's own ids (the launcher core makes real ones)
     return {"run_key": f"hs-{testid}", "testid": testid, "started_at": t.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "target": "tidb", "product": "TiDB", "version": version, "git_hash": "e4e814fdc0af",
             "fingerprint": "fp1", "host": "bench1", "source_file": f"results/{testid}.json",

@@ -83,15 +83,28 @@ def test_core_prints_testids_that_follow_the_contract():
         assert rule.match(i) and re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{4}", i), i
 
 
-def cmdlines():
-    out = []
+def cmdlines(root):
+    """The arguments of process `root` and of every process under it (the run's own: other
+    programs on the host, such as a sysbench another test runs, are not this run's)."""
+    parent, out = {}, []
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    out.append(f.read().decode(errors="replace"))
-            except OSError:
+                with open(f"/proc/{pid}/stat") as f:
+                    parent[int(pid)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
                 pass
+    tree, grew = {root}, True
+    while grew:
+        more = {p for p, pp in parent.items() if pp in tree} - tree
+        tree |= more
+        grew = bool(more)
+    for pid in tree:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                out.append(f.read().decode(errors="replace"))
+        except OSError:
+            pass
     return out
 
 
@@ -118,7 +131,7 @@ def test_benchmark_another_database_with_the_stack_up(stack, tmp_path):
                             stderr=subprocess.STDOUT, text=True)
     leaked = []
     while proc.poll() is None:
-        leaked += [c for c in cmdlines() if pw in c]
+        leaked += [c for c in cmdlines(proc.pid) if pw in c]
         time.sleep(0.2)
     out = proc.stdout.read()
     assert proc.returncode == 0, out[-3000:]

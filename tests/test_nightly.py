@@ -120,7 +120,7 @@ def test_the_drivers_testruns_pass_the_crd_schema(testrun_schema, tmp_path):  # 
         r = check_jsonschema(testrun_schema, tr, tmp_path, name=f"tr{i}.yaml")
         assert r.returncode == 0, r.stdout + r.stderr
         args = tr["spec"]["arguments"]
-        assert re.match(r"-e testid=nightly-\d{8}-\d{6}-oltp-[a-z-]+ -e start_at=\d+ -e workload=oltp_\w+ -e threads=4,8", args)
+        assert re.match(r"-e testid=nightly-\d{8}-\d{6}-[0-9a-f]{4}-oltp-[a-z-]+ -e start_at=\d+ -e workload=oltp_\w+ -e threads=4,8", args)
         env = {e["name"]: e.get("value") for e in tr["spec"]["runner"]["env"]}
         assert env["mysql_db"] == "sbtest_nightly" and env["mysql_host"] == "basic-tidb.tidb-cluster.svc"
     # -e after -- wins over the plan's option
@@ -131,7 +131,7 @@ def test_the_drivers_testruns_pass_the_crd_schema(testrun_schema, tmp_path):  # 
 
 @pytest.mark.parametrize("args,message", [
     (["--image", "r/k6:latest", "--parallelism", "2"], "never latest"),
-    (["--image", K6_IMAGE, "--parallelism", "16"], "fewer threads than runners"),
+    (["--image", K6_IMAGE, "--parallelism", "16"], "needs at least one thread of every step"),
     (["--image", K6_IMAGE, "--parallelism", "2", "--plan", "plans/none.json"], "plan plans/none.json does not exist"),
     (["--image", K6_IMAGE, "--parallelism", "2", "--", "-e", "mysql_password=x"], "a Secret, never an argument"),
 ])
