@@ -4,7 +4,8 @@ candidate kept when Student's t-test between the segments on either side of it g
 below `max_pvalue` and the relative change of their means is above `min_magnitude`; Fleming et al.,
 "Hunter", ICPE 2023). Otava has no minimum segment length: this module adds it (a change point
 whose segment before or after holds fewer than `min_segment` runs is dropped, the weaker of the two
-around a short segment first, then Otava's own merge step filters again), so one odd run is never a
+around a short segment first, then Otava's own merge step filters again, its statistics recomputed
+on the final segments: see `find`), so one odd run is never a
 change point, and a new level is reported once it has lasted `min_segment` runs.
 
 Each change point carries Otava's means of the two segments and its p-value; the magnitude is
@@ -89,7 +90,15 @@ def find(values, params=DEFAULTS):
                                        min_magnitude=params.min_magnitude / 100)
     tester = TTestSignificanceTester(params.max_pvalue)
     cps = _min_segment(cps, series, params.min_segment, tester)
-    cps = merge(cps, series, params.max_pvalue, params.min_magnitude / 100)
+    # Otava 0.8.0's merge step, after dropping a change point, recomputes the two to its right but
+    # not the one to its left, whose segment after it has just grown: every point's statistics are
+    # recomputed on its final segments and the merge step is repeated until nothing more goes
+    while True:
+        cps = _recompute(cps, series, tester)
+        n = len(cps)
+        cps = merge(cps, series, params.max_pvalue, params.min_magnitude / 100)
+        if len(cps) == n:
+            break
     return [(c.index, c.stats) for c in sorted(cps, key=lambda c: c.index)]
 
 
