@@ -99,12 +99,10 @@ def parser():
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
                    help=f"%% for --check (default {DEFAULT_THRESHOLD:g})")
     detection(p)
-    # "push": the PostgreSQL mirror (tbsreport/historypg.py's push(sqlite_path, conninfo_file)) is
-    # wired here at merge time
+    # "push" (the PostgreSQL mirror): its sub-parser goes HERE at merge time (see VERBS)
     return ap
 
 
-VERBS = ("ingest", "rebuild", "series", "runs", "changes")
 
 
 def params_of(a):
@@ -335,14 +333,25 @@ def do_runs(a):
     return 0
 
 
+# the verbs: name -> function(args) -> exit code
+VERBS = {
+    "ingest": do_ingest,
+    "rebuild": lambda a: do_ingest(a, rebuild=True),
+    "series": do_series,
+    "runs": do_runs,
+    "changes": do_changes,
+    # "push": HERE the lead wires the PostgreSQL mirror at merge time (tbsreport/historypg.py's
+    # push(sqlite_path, conninfo_file) -> int, with its sub-parser in parser())
+}
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0] not in VERBS and argv[0] not in ("-h", "--help")):
         argv.insert(0, "changes")
     a = parser().parse_args(argv)
     try:
-        return {"ingest": do_ingest, "rebuild": lambda a: do_ingest(a, rebuild=True), "series": do_series,
-                "runs": do_runs, "changes": do_changes}[a.verb](a)
+        return VERBS[a.verb](a)
     except ReportError as e:
         print(f"error: {e}", file=sys.stderr)
         return e.code
