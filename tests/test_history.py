@@ -307,3 +307,16 @@ def test_statistics_are_the_final_segments_even_after_otavas_merge_drops_a_point
     assert i == 30
     assert float(st.mean_2) == pytest.approx(statistics.fmean(values[30:]))
     assert float(st.mean_1) == pytest.approx(statistics.fmean(values[:30]))
+
+
+def test_an_unreachable_prometheus_leaves_the_server_cpu_empty_and_says_so(tmp_path, capsys):
+    res = tmp_path / "results"
+    ht.write_series(res, [1000.0, 990.0])
+    rc, out, err = run(capsys, "ingest", "--results", str(res), "--prometheus", "http://127.0.0.1:9")
+    assert rc == 0 and "2 new run(s)" in out
+    assert err.count("server CPU per query left empty: cannot reach Prometheus at http://127.0.0.1:9") == 1
+    assert {p[12] for p in rows(res / "history.sqlite", "points")} == {None}
+    with pytest.raises(SystemExit) as e:  # argparse: exit 2 naming the valid metrics
+        history.main(["--results", str(res), "--metric", "qps_nope"])
+    assert e.value.code == 2 and "invalid choice: 'qps_nope' (choose from 'qps', 'tps', 'p95_ms'" in \
+        capsys.readouterr().err
