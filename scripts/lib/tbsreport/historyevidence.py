@@ -188,7 +188,7 @@ def resource_items(seg_before_pts, seg_after_pts):
         mb, ma = _mean(p.get(col) for p in seg_before_pts), _mean(p.get(col) for p in seg_after_pts)
         if b is None or a is None:
             out.append({"kind": "resource", "name": what, "before": None, "after": None, "consistency": None,
-                        "detail": "not recorded" + (" (no Prometheus data at ingest)" if col.startswith("server") else "")})
+                        "detail": "not recorded" + (" (Prometheus gave no figure at ingest: not reachable, or the step was shorter than two scrapes)" if col.startswith("server") else "")})
             continue
         ch = (a / b - 1) * 100 if b else None
         seg = f"; segments' means {mb * 1e6:.1f} -> {ma * 1e6:.1f} µs ({(ma / mb - 1) * 100:+.1f}%)" if mb and ma else ""
