@@ -320,3 +320,24 @@ def test_an_unreachable_prometheus_leaves_the_server_cpu_empty_and_says_so(tmp_p
         history.main(["--results", str(res), "--metric", "qps_nope"])
     assert e.value.code == 2 and "invalid choice: 'qps_nope' (choose from 'qps', 'tps', 'p95_ms'" in \
         capsys.readouterr().err
+
+
+def test_the_quality_tool_measures_what_it_says(tmp_path, capsys):
+    """tools/history-quality measure on a small pool (30 runs of 1% noise): the table's rows, a 10%
+    step always found, no false change point in the A/A series."""
+    from tbstools import historyquality
+    ht.write_series(tmp_path, ht.noise(30, cv=0.01, seed=11))
+    out = tmp_path / "m.json"
+    assert historyquality.main(["measure", "--from", str(tmp_path), "--threads", "2", "--trials", "10",
+                                "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    cv = statistics.stdev(ht.noise(30, cv=0.01, seed=11)) / statistics.fmean(ht.noise(30, cv=0.01, seed=11)) * 100
+    assert f"CV {cv:.2f}%" in text, text
+    for row in ("| 0% (A/A, 100 runs) | 10 |", "| 3% | 10 |", "| 5% | 10 |", "| 10% | 10 |"):
+        assert row in text
+    (r,) = json.loads(out.read_text())
+    ten = next(s for s in r["steps"] if s["step_pct"] == 10)
+    assert ten["found_within_5"] == 1.0 and ten["median_delay"] == historycp.DEFAULTS.min_segment
+    assert r["aa_false_per_100_runs"] == 0
+    assert historyquality.main(["measure", "--from", str(tmp_path / "none")]) == 2
+    assert "no such results folder" in capsys.readouterr().err

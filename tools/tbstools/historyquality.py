@@ -72,7 +72,18 @@ def prepare(db, workload, tables, size, out):
         sql(f"ANALYZE TABLE {db}.sbtest1")
 
 
+def loadavg():
+    try:
+        return Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        return "?"
+
+
 def one_run(a, testid, out):
+    """One k6 run; returns its first step. The host's 1-minute load average before the run goes to
+    out/conditions.jsonl (a shared host's neighbours are part of the noise)."""
+    with open(out / "conditions.jsonl", "a") as f:
+        f.write(json.dumps({"testid": testid, "loadavg_before": loadavg()}) + "\n")
     k6(["-e", f"mysql_db={a.db}", "-e", f"tables={a.tables}", "-e", f"table_size={a.table_size}",
         "-e", f"workload={a.workload}", "-e", f"threads={a.threads}", "-e", f"time={a.time}",
         "-e", f"warmup_time={a.warmup_time}", "-e", f"testid={testid}", "oltp.js"], out)
@@ -81,19 +92,20 @@ def one_run(a, testid, out):
 
 
 def collect(a):
-    out = Path(a.out or ROOT / "results/history-aa")
+    out = Path(a.out or ROOT / "results/history-aa").resolve()
     out.mkdir(parents=True, exist_ok=True)
     prepare(a.db, a.workload, a.tables, a.table_size, out)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for i in range(a.runs):
         s = one_run(a, f"haa-{stamp}-{i:03d}", out)
-        print(f"run {i + 1}/{a.runs}: {s['qps']:.1f} QPS, p95 {s['latency_ms']['p95']:.3f} ms", flush=True)
+        print(f"run {i + 1}/{a.runs}: {s['qps']:.1f} QPS, p95 {s['latency_ms']['p95']:.3f} ms, load average "
+              f"{loadavg()}", flush=True)
     print(f"{a.runs} A/A runs in {out}")
     return 0
 
 
 def e2e(a):
-    out = Path(a.out or ROOT / f"results/history-e2e-{time.strftime('%Y%m%d-%H%M%S')}")
+    out = Path(a.out or ROOT / f"results/history-e2e-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     out.mkdir(parents=True, exist_ok=True)
     prepare(a.db, a.workload, a.tables, a.table_size, out)
     (old,), = sql(f"SELECT @@GLOBAL.{a.variable}", root=True)
@@ -107,7 +119,8 @@ def e2e(a):
             testid = f"he2e-{stamp}-{i:03d}"
             s = one_run(a, testid, out)
             ids.append(testid)
-            print(f"run {i} {testid}: {s['qps']:.1f} QPS, p95 {s['latency_ms']['p95']:.3f} ms", flush=True)
+            print(f"run {i} {testid}: {s['qps']:.1f} QPS, p95 {s['latency_ms']['p95']:.3f} ms, load average "
+                  f"{loadavg()}", flush=True)
     finally:
         sql(f"SET GLOBAL {a.variable} = {quote(old)}", root=True)
         print(f"{a.variable} back to {old}", flush=True)
@@ -189,6 +202,13 @@ def measure(a):
     values = pool(folder, a.metric, a.threads)
     sign = -1 if hcp.METRICS[a.metric] else 1  # a regression: QPS down, latency up
     cv = statistics.stdev(values) / statistics.fmean(values) * 100
+    if a.noise_cv:
+        # the runs' deviations from their mean, shrunk to the given CV: the recorded noise's shape
+        # (its tails, its order) at the spread of a quieter host
+        mean, f = statistics.fmean(values), a.noise_cv / cv
+        values = [mean + (v - mean) * f for v in values]
+        print(f"the recorded deviations (CV {cv:.2f}%) scaled by {f:.4f} to CV {a.noise_cv:g}%")
+        cv = a.noise_cv
     print(f"noise: {len(values)} A/A runs of {folder}, {a.metric} mean {statistics.fmean(values):.2f}, "
           f"CV {cv:.2f}%; {a.trials} trials a row, {a.before} runs before the step, {a.after} after; "
           f"A/A series of {a.aa_length} runs")
@@ -259,6 +279,9 @@ def parser():
     p.add_argument("--max-pvalue", type=floats, default=[hcp.DEFAULTS.max_pvalue])
     p.add_argument("--window", type=int, default=hcp.DEFAULTS.window)
     p.add_argument("--grid", action="store_true", help="every combination of the comma-separated settings")
+    p.add_argument("--noise-cv", type=float, metavar="PCT",
+                   help="scale the runs' deviations from their mean to this CV (the recorded shape at a "
+                        "quieter host's spread; default: as recorded)")
     p.add_argument("--seed", type=int, default=29)
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     return ap

@@ -31,7 +31,7 @@ DEFAULT_METRICS = ("qps", "p95_ms")
 @dataclass(frozen=True)
 class Params:
     min_segment: int = 4  # runs on each side of a change point
-    min_magnitude: float = 2.0  # % change of the segments' means
+    min_magnitude: float = 3.0  # % change of the segments' means
     max_pvalue: float = 0.001  # Otava's significance threshold
     window: int = 50  # Otava's sliding window (runs)
 
