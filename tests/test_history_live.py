@@ -47,7 +47,10 @@ def test_a_variable_flipped_midway_is_the_change_point_and_named_first(stack, tm
     assert rc == 0
     doc = json.loads(out.getvalue())
     cps = [c for c in doc["change_points"] if c["metric"] == "qps"]
-    assert len(cps) == 1, doc
+    qps = [round(json.loads((tmp_path / f"{t}.json").read_text())["steps"][0]["qps"]) for t in ids]
+    # a step of about -85% is a level change on a host where runs vary by a few %; on one shared with
+    # other heavy sessions (seen at load average 19 on 2 cores: 50 to 283 QPS before the flip) it is not
+    assert len(cps) == 1, f"QPS {qps} (flip at run {FLIP}), load average {open('/proc/loadavg').read().split()[:3]}: {doc}"
     c = cps[0]
     assert (c["run_key_before"], c["run_key_after"]) == (ids[FLIP - 1], ids[FLIP])
     assert c["direction"] == "regression" and c["magnitude_pct"] < -30 and c["pvalue"] < 0.001
