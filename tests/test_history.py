@@ -341,3 +341,28 @@ def test_the_quality_tool_measures_what_it_says(tmp_path, capsys):
     assert r["aa_false_per_100_runs"] == 0
     assert historyquality.main(["measure", "--from", str(tmp_path / "none")]) == 2
     assert "no such results folder" in capsys.readouterr().err
+
+
+def test_a_merged_multi_instance_run_is_one_run(tmp_path, capsys):
+    """Two instances of a split run (each a copy of a recorded manifest as one process' share),
+    merged by tbsreport/merge.py: ingested as one run, its QPS the sum, the instance files skipped."""
+    from tbsreport import merge
+    res = tmp_path / "results"
+    res.mkdir()
+    base = ht.manifest(0, 1000.0)
+    for i in range(2):
+        m = json.loads(json.dumps(base))
+        m["instance"] = {"id": i, "segment": f"{i}/2:{i + 1}/2", "sequence": "0,1/2,1"}
+        (res / f"syn-000.instance-{i}.json").write_text(json.dumps(m))
+    assert merge.main(["--results", str(res), "--quiet", "syn-000"]) == 0
+    rc, out, err = ingest(capsys, res)
+    assert rc == 0 and "1 new run(s)" in out and "2 file(s) skipped" in out and "one instance of a split run" in err
+    merged = json.loads((res / "syn-000.json").read_text())
+    pts = rows(res / "history.sqlite", "points")
+    assert len(pts) == 2 and {p[0] for p in pts} == {"syn-000"}
+    for p in pts:
+        step = next(s for s in merged["steps"] if s["threads"] == p[3])
+        assert p[6] == pytest.approx(step["qps"])
+    # merge.py counts the instances' queries (the recorded ones, twice) over the step's seconds
+    golden = json.loads(ht.GOLDEN.read_text())["steps"][0]
+    assert next(p for p in pts if p[3] == 2)[6] == pytest.approx(2 * golden["queries"]["total"] / golden["elapsed_s"])
