@@ -270,7 +270,9 @@ def test_runs_whose_options_differ_do_not_share_a_series_unless_told(tmp_path, c
     assert rc == 0 and "rebuilt" in out
     series = json.loads(run(capsys, "series", "--results", str(res), "--json")[1])["series"]
     assert len(series) == 2 and all(s["runs"] == 2 for s in series)
-    assert ingest(capsys, res)[0] == 0  # later ingests keep the index's setting
+    assert ingest(capsys, res)[0] == 0  # later ingests and rebuilds keep the index's setting
+    assert len(json.loads(run(capsys, "series", "--results", str(res), "--json")[1])["series"]) == 2
+    assert run(capsys, "rebuild", "--results", str(res), "--no-prometheus")[0] == 0
     assert len(json.loads(run(capsys, "series", "--results", str(res), "--json")[1])["series"]) == 2
 
 

@@ -204,7 +204,10 @@ def do_ingest(a, rebuild=False):
     paths = a.paths or [a.results]
     index = index_path(a)
     if rebuild:
-        res = store.rebuild(index, paths, a.ignore_option or [], cpu, a.skip_bad)
+        ignore = a.ignore_option
+        if ignore is None and index.is_file():  # the index's own setting, unless given
+            ignore = store.meta_get(store.connect(index), "ignore_options", [])
+        res = store.rebuild(index, paths, ignore or [], cpu, a.skip_bad)
         conn = store.connect(index)
     else:
         index.parent.mkdir(parents=True, exist_ok=True)
