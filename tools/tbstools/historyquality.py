@@ -45,8 +45,11 @@ def sql(query, root=False, db=None):
     env = read_k6_env()
     if root:
         user, pw = "root", (state_dir() / "secrets" / "tidb-root").read_text().strip()
-    else:
+    else:  # .stack/k6.env names the password or the file holding it
         user, pw = env.get("mysql_user", "sbtest"), env.get("mysql_password", "")
+        if not pw:
+            f = Path(env.get("mysql_password_file") or state_dir() / "secrets" / "sbtest")
+            pw = f.read_text().strip() if f.is_file() else ""
     port = int(env.get("mysql_port", 4000))
     with pymysql.connect(host="127.0.0.1", port=port, user=user, password=pw, database=db, autocommit=True,
                          connect_timeout=10) as c, c.cursor() as cur:
