@@ -11,7 +11,7 @@ volume of the one service that reads it (so no container sees another's secret):
                                           benchmark user sbtest and its database
   k6-secret:/sbtest_password              the benchmark user's (k6 reads it: mysql_password_file)
   history-db-secret:/admin_password       the history store's PostgreSQL superuser (compose/history.yaml)
-  history-writer-secret:/writer_password  the history store's writer (scripts/history-store push) ...
+  history-writer-secret:/writer_password  the history store's writer (scripts/history push) ...
   history-writer-secret:/conninfo         ... and its libpq connection string (the nightly one-shot)
   grafana-secret:/history_reader_password the store's read-only reader: Grafana's History data source
                                           (GF_TBS_HISTORY_DB_PASSWORD__FILE)
@@ -109,7 +109,7 @@ def login():
     print(f"TiDB     127.0.0.1:4000          user root    password {read['tidb-root']}")
     print(f"TiDB     127.0.0.1:4000          user sbtest  password {read['sbtest']}   (what k6 uses)")
     print(f"History  127.0.0.1:5432          user tbs_history_writer  password {read['history-writer']}"
-          "   (PostgreSQL, database tbs_history: scripts/history-store push)")
+          "   (PostgreSQL, database tbs_history: scripts/history push)")
     print(f"History  127.0.0.1:5432          user tbs_history_reader  password {read['history-reader']}"
           "   (read-only: Grafana, Apache Otava)")
 

@@ -180,16 +180,16 @@ def test_bad_input_is_named_and_the_password_never_shown(store, tmp_path):
 
 
 def test_the_command_line(own_db, tmp_path):
-    """scripts/history-store push: one line, the rows written; non-zero with a clear error."""
+    """scripts/history push: one line, the rows written; non-zero with a clear error."""
     name, conninfo = own_db
     idx, *_ = series_index(tmp_path)
     env = {**os.environ, "TBS_STATE": str(STATE)}
-    p = subprocess.run([str(ROOT / "scripts/history-store"), "push", "--sqlite", str(idx), "--conninfo", str(conninfo)],
+    p = subprocess.run([str(ROOT / "scripts/history"), "push", "--index", str(idx), "--conninfo", str(conninfo)],
                        capture_output=True, text=True, env=env)
     assert p.returncode == 0, p.stderr
     assert re.search(r"history store: 19 row\(s\) written from ", p.stdout)
     assert ht.secret("history-db-writer") not in p.stdout + p.stderr
-    p = subprocess.run([str(ROOT / "scripts/history-store"), "push", "--sqlite", str(tmp_path / "nope.sqlite"),
+    p = subprocess.run([str(ROOT / "scripts/history"), "push", "--index", str(tmp_path / "nope.sqlite"),
                         "--conninfo", str(conninfo)], capture_output=True, text=True, env=env)
     assert p.returncode == 2 and "nope.sqlite does not exist" in p.stderr
 

@@ -26,7 +26,8 @@ def fresh_env():
 
 
 @pytest.mark.parametrize("command,usage", [("scripts/report", "usage: scripts/report"),
-                                           ("scripts/sweep", "usage: scripts/sweep")])
+                                           ("scripts/sweep", "usage: scripts/sweep"),
+                                           ("scripts/history", "usage: scripts/history")])
 def test_help_works_on_a_fresh_clone(clone, command, usage):
     p = subprocess.run(["python3", command, "--help"], cwd=clone, env=fresh_env(), capture_output=True, text=True,
                        timeout=900)

@@ -5,7 +5,7 @@
 -- writer_password and reader_password first (`\set`, never an argument). Running it again is
 -- harmless: it only makes sure of what it states.
 --
---   tbs_history_writer  owns the database (tbs_history) and its tables: `scripts/history-store
+--   tbs_history_writer  owns the database (tbs_history) and its tables: `scripts/history
 --                       push` creates the schema when missing and upserts into it
 --   tbs_history_reader  Grafana's data source (and Apache Otava): CONNECT and SELECT only, every
 --                       transaction read-only

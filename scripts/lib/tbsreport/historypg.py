@@ -15,17 +15,15 @@ dbname, user, password or passfile, sslmode, ...), never from an argument: the l
 writes .stack/history-db.conninfo (the writer's, mode 600); compose's passwords.py writes one
 into the history-writer volume. A file that holds a password must be private (mode 600).
 
-    scripts/history-store push [--sqlite results/history.sqlite] [--conninfo .stack/history-db.conninfo]
+    scripts/history push [--index results/history.sqlite] [--conninfo .stack/history-db.conninfo]
 
 Client: psycopg 3 (binary wheel, pinned in requirements.txt): the maintained PostgreSQL driver
 of the Python world, libpq inside the wheel (nothing to compile, no Debian libpq), real
 server-side parameters and one-transaction `with conn.transaction()`.
 """
-import argparse
 import os
 import sqlite3
 import stat
-import sys
 from pathlib import Path
 
 from . import ROOT, ReportError
@@ -144,29 +142,3 @@ def push(sqlite_path, conninfo_file):
         raise ReportError(f"history store: nothing was written: {type(e).__name__}{where}: "
                           f"{str(e).strip().splitlines()[0] if str(e).strip() else 'no message'}", code=1)
     return written
-
-
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="scripts/history-store",
-                                 description="The team's history store (PostgreSQL): push the embedded index into it.")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("push", help="mirror results/history.sqlite into the store (idempotent, one transaction)")
-    p.add_argument("--sqlite", default=str(DEFAULT_SQLITE), help=f"the index (default: {DEFAULT_SQLITE})")
-    p.add_argument("--conninfo", default=str(DEFAULT_CONNINFO),
-                   help=f"file with the libpq connection string (default: {DEFAULT_CONNINFO})")
-    p = sub.add_parser("schema", help="print the store's tables (PostgreSQL DDL)")
-    args = ap.parse_args(argv)
-    try:
-        if args.cmd == "schema":
-            sys.stdout.write(pg_ddl())
-            return 0
-        n = push(args.sqlite, args.conninfo)
-    except ReportError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return e.code
-    print(f"history store: {n} row(s) written from {args.sqlite}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
