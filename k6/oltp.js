@@ -16,12 +16,16 @@ import { bindEvent, workState, flushBulk } from './lib/sysbench.js';
 import { metrics, tally } from './lib/metrics.js';
 import { Conn, connectUntil, openDb } from './lib/conn.js';
 import { BATCH_MS, runEvents, runQueued } from './lib/events.js';
-import { connectSeconds, stepScenarios, stepThresholds, stepWindows } from './lib/steps.js';
+import { connectSeconds, histName, stepScenarios, stepThresholds, stepWindows } from './lib/steps.js';
 import { asText, connectOrExplain, existingTables, globalVariables, targetInfo } from './lib/target.js';
 import { hostFacts, instanceOf, newTestId } from './lib/run.js';
-import { summarize, histName } from './lib/summary.js';
 import { monitorScenario, monitor as monitorTick } from './lib/progress.js';
 import { capture as captureStatements, statementsScenario } from './lib/statements.js';
+
+// The end-of-test summary (lib/summary.js) is loaded only where handleSummary runs: k6 runs it,
+// setup and teardown in runtimes of their own, whose __VU is 0. k6 runs this init code once per
+// VU, and each module costs every VU its memory (docs/bench.md).
+const summaryLib = __VU === 0 ? require('./lib/summary.js') : null;
 
 const o = parseOptions(__ENV);
 const testid = o.testid || newTestId();
@@ -265,5 +269,5 @@ export function teardown(data) {
 
 export function handleSummary(data) {
   if (o.help) return { stdout: `options (-e name=value; k6/contract.json has them all):\n${optionHelp()}\n` };
-  return summarize(data, o, tbs);
+  return summaryLib.summarize(data, o, tbs);
 }

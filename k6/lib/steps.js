@@ -58,3 +58,9 @@ export function stepThresholds(o) {
   }
   return th;
 }
+
+// histName(testid, threads, kind) -> the name of a step's process-wide k6/x/tbs objects (its
+// histogram; with a suffix, its marks and counters).
+export function histName(testid, threads, kind = '') {
+  return `${testid}/t${threads}${kind ? `/${kind}` : ''}`;
+}

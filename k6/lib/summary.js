@@ -8,14 +8,12 @@
 // length, as sysbench divides by its run's total time); latency from the step's sysbench
 // histogram (k6/x/tbs: 1,024 log buckets, nearest rank), with `percentile` (sysbench's
 // option, default 95) plus p50, p99 and max.
-import { stepWindows } from './steps.js';
+import { histName, stepWindows } from './steps.js';
 import { stepStatements } from './statements.js';
 
-const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
+export { histName };
 
-export function histName(testid, threads, kind = '') {
-  return `${testid}/t${threads}${kind ? `/${kind}` : ''}`;
-}
+const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
 
 function val(data, name, stat) {
   const m = data.metrics[name];
