@@ -16,7 +16,7 @@ import { bindEvent, workState, flushBulk } from './lib/sysbench.js';
 import { metrics, tally } from './lib/metrics.js';
 import { Conn, connectUntil, openDb } from './lib/conn.js';
 import { BATCH_MS, runEvents, runQueued } from './lib/events.js';
-import { connectSeconds, histName, stepScenarios, stepThresholds, stepWindows } from './lib/steps.js';
+import { connectSeconds, gateNames, gateParties, histName, stepScenarios, stepThresholds, stepWindows } from './lib/steps.js';
 import { asText, connectOrExplain, existingTables, globalVariables, targetInfo } from './lib/target.js';
 import { hostFacts, instanceOf, newTestId } from './lib/run.js';
 import { monitorScenario, monitor as monitorTick } from './lib/progress.js';
@@ -93,20 +93,22 @@ function segmentShare() {
 // activate: the VU's first iteration of a thread step. It is thread `iterationInTest` of
 // the step; it drops its connection of an earlier step, connects and prepares afresh, then
 // waits for the step's load to begin (so that every VU of the step starts its first
-// iteration before any starts a second: stepScenarios).
+// iteration before any starts a second: stepScenarios): when all the step's VUs have
+// connected (steps.js gateParties), or when the connect phase ends.
 function activate(data) {
   scenario = scenarioInfo.name;
   const threads = Number(scenario.slice(1));
   const stepIdx = o.threads.indexOf(threads);
   const threadId = exec.scenario.iterationInTest;
   const start = exec.scenario.startTime;
-  const go = start + connectSeconds(o, threads) * 1000;
-  measureStart = go + o.warmup_time * 1000;
-  stepEnd = measureStart + o.time * 1000;
+  const latest = start + connectSeconds(o, threads) * 1000; // the load's start at the latest
+  const parties = gateParties(o, data, threads);
+  const gates = parties ? gateNames(data.testid, threads) : null;
   stepTag = String(threads);
   if (threadId >= threads) {
     console.error(`internal: thread id ${threadId} >= threads ${threads} in step t${threads}: this VU runs no events`);
     conn.close();
+    if (gates) { tbs.barrier(gates.connected, threads).arrive(); tbs.barrier(gates.go, parties).arrive(); }
     nextCheck = Infinity; stepEnd = 0;
     return;
   }
@@ -126,7 +128,7 @@ function activate(data) {
   tags.warmup = 'true'; // the connect phase and the warm-up are not measured
   rec.use(null, null);
   // fresh connection and statements, before the load begins
-  const connected = connectUntil(conn, w.prepared, go);
+  const connected = connectUntil(conn, w.prepared, latest);
   if (connected && o.workload === 'bulk_insert') {
     // sysbench's bulk_insert numbers rows from 1 in every run; a step goes on after the
     // ids earlier steps (or runs) wrote, so no key is inserted twice.
@@ -137,6 +139,17 @@ function activate(data) {
   respHist = o.rate ? tbs.histogram(histName(data.testid, threads, 'response')) : null;
   if (connected) tbs.counter(`${histName(data.testid, threads)}/ready`).add(1);
   tbs.mark(`${histName(data.testid, threads)}/scenario_start`, start);
+  let go = latest;
+  if (gates) {
+    tbs.barrier(gates.connected, threads).arrive();
+    const gate = tbs.barrier(gates.go, parties);
+    gate.arrive();
+    const at = gate.wait(latest); // -1: k6 stopped this VU (the run is ending)
+    if (at > 0) go = Math.min(at, latest);
+    tbs.mark(`${histName(data.testid, threads)}/go`, go); // every VU of the step has the same go
+  }
+  measureStart = go + o.warmup_time * 1000;
+  stepEnd = measureStart + o.time * 1000;
   if (o.rate) {
     queue = tbs.queue(`${data.testid}/t${threads}/queue`, o.rate * segmentShare(), go, stepEnd,
       o.rand_seed ? o.rand_seed + stepIdx : 0);

@@ -41,9 +41,12 @@ export function stepFigures(data, o, tbs, endedAt) {
     const name = histName(sd.testid, win.threads);
     const scenarioStart = marks[`${name}/scenario_start`];
     const base = scenarioStart !== undefined ? scenarioStart - win.connect : sd.run_start;
+    // the load's real start when the step began once its VUs were connected (steps.js gateParties)
+    const go = marks[`${name}/go`];
+    const start = go !== undefined ? go : base + win.start;
     const window = {
-      step_start: base + win.start, measure_start: base + win.measure_start, measure_end: base + win.measure_end,
-      step_end: base + win.end,
+      step_start: start, measure_start: start + (win.measure_start - win.start), measure_end: start + (win.measure_end - win.start),
+      step_end: start + (win.end - win.start), // the graceful tail's end
     };
     if (scenarioStart === undefined && endedAt < window.step_start) continue; // never started
     const sel = `threads:${win.threads},warmup:false`;

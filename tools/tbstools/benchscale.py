@@ -53,12 +53,15 @@ def figure_scale(b, target, a):
             out, wall, cpu, rss = b.run(b.k6_cmd("oltp.js", target, {"tables": a.tables, "table_size": a.table_size,
                                                                      "threads": n, "time": a.seconds}), b.k6_env(),
                                         probe=probe, interval=0.25)
-            step = b.k6_result(out)["steps"][0]
+            result = b.k6_result(out)
+            step = result["steps"][0]
             qps = step["qps"]
-            scen = (step["window"]["step_start"] - connect_ms) / 1000
+            # the first step's scenario starts when setup() returns (run_start)
+            scen = (result.get("run_start") or step["window"]["step_start"] - connect_ms) / 1000
             since = f"{seen['t_all'] - scen:.1f} s" if seen["t_all"] else "n/a"
             step_cpu = step.get("client_cpu_s")
-            extra = (f"; from the step's scenario start to all connected {since} (connect phase {connect_ms / 1000:.0f} s); "
+            extra = (f"; from the step's scenario start to all connected {since}, to the load's start "
+                     f"{step['window']['step_start'] / 1000 - scen:.1f} s (connect phase at most {connect_ms / 1000:.0f} s); "
                      f"CPU during the measured step {step_cpu if step_cpu is not None else float('nan'):.1f} s, "
                      f"p95 {step['latency_ms']['pct_value']:.1f} ms; vus_ready {step.get('vus_ready')}")
         took = f"{seen['t_all'] - t0:.1f} s" if seen["t_all"] else \
@@ -139,7 +142,7 @@ def figure_setup(b, target, a):
               f"from process start to the first measured second {s_set:.1f} s (all {n} connected {f(s_all)})", flush=True)
         print(f"setup: {target} k6 {n} threads: peak RSS {k_rss:.0f} MiB, {k_rss / n:.2f} MiB per thread; "
               f"from process start to the first measured second {k_set:.1f} s (VUs initialized {k_init:.1f} s, "
-              f"all {n} connected {f(k_all)}, connect phase {connect_phase_ms(b, n) / 1000:.0f} s; vus_ready {ready})",
+              f"all {n} connected {f(k_all)}, connect phase at most {connect_phase_ms(b, n) / 1000:.0f} s; vus_ready {ready})",
               flush=True)
         rr, rs = k_rss / s_rss, k_set / s_set
         print(f"setup: {target} {n} threads k6/sysbench: RSS {rr:.2f}x (target <= {SETUP_TARGET:g}x: "
