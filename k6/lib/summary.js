@@ -163,7 +163,7 @@ export function summarize(data, o, tbs) {
     run_start: sd.run_start,
     run_end: endedAt,
     options: opts,
-    target_variables: sd.variables,
+    target_variables: sd.variables || JSON.parse(tbs.notes()[`${sd.testid}/variables`] || '{}'),
     load_generator: sd.host,
     latency_method: `sysbench 1.0.20 histogram (${lh.buckets} log buckets, ${lh.min_ms} ms to ${lh.max_ms / 1000} s, nearest rank), per step`,
     steps,
