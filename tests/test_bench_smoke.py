@@ -61,12 +61,12 @@ def test_bench_prints_every_figure(stack):
     # memory per thread and set-up time, both clients, at each thread count
     for n in (3, 5):
         assert_line(out, rf"^setup: tidb sysbench {n} threads: peak RSS {NUM} MiB, {NUM} MiB per thread; "
-                         rf"from process start to the first measured second {NUM} s \(all {n} connected {NUM} s\)$")
+                         rf"from process start to the first measured second {NUM} s, {NUM} s of CPU \(all {n} connected {NUM} s\)$")
         assert_line(out, rf"^setup: tidb k6 {n} threads: peak RSS {NUM} MiB, {NUM} MiB per thread; "
-                         rf"from process start to the first measured second {NUM} s \(VUs initialized {NUM} s, "
+                         rf"from process start to the first measured second {NUM} s, {NUM} s of CPU \(VUs initialized {NUM} s, "
                          rf"all {n} connected {NUM} s, connect phase at most {NUM} s; vus_ready {n}\)$")
         assert_line(out, rf"^setup: tidb {n} threads k6/sysbench: RSS {NUM}x \(target <= 2x: (ok|SHORT)\), "
-                         rf"set-up time {NUM}x \(target <= 2x: (ok|SHORT)\)")
+                         rf"set-up time {NUM}x \(target <= 2x: (ok|SHORT)\), set-up CPU {NUM}x")
     assert_line(out, rf"^conditions: {NUM} s of bench; other processes used {NUM} of {NUM} cores on average -> (quiet|BUSY)")
     assert "--mysql-password" not in out
     # the server's threads have their affinity back (threads born meanwhile: the main thread's)

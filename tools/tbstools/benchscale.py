@@ -78,9 +78,11 @@ def figure_scale(b, target, a):
 
 
 def _connections_probe(port, n):
-    seen = {"t_all": None, "max": 0}
+    """When all n connections were up, and the client's CPU seconds over time (samples)."""
+    seen = {"t_all": None, "max": 0, "cpu": []}
 
     def probe(pid):
+        seen["cpu"].append((time.time(), bk.process_cpu_seconds(pid)))
         if seen["t_all"] is not None:
             return
         c = bk.connections_to(pid, port)
@@ -88,6 +90,12 @@ def _connections_probe(port, n):
         if c >= n:
             seen["t_all"] = time.time()
     return seen, probe
+
+
+def cpu_at(seen, t):
+    """The client's CPU seconds at time t: the last sample taken at or before it (every 0.1 s)."""
+    before = [c for at, c in seen["cpu"] if at <= t]
+    return before[-1] if before else 0.0
 
 
 def setup_sysbench(b, target, a, n):
@@ -107,7 +115,8 @@ def setup_sysbench(b, target, a, n):
     out, _, _, rss = b.run(cmd, probe=probe, interval=0.1, on_line=line)
     if "started" not in started:
         raise SystemExit(f"error: sysbench printed no 'Threads started!' line:\n{out[-2000:]}")
-    return rss, started["started"] - t0, (seen["t_all"] - t0) if seen["t_all"] else None
+    return (rss, started["started"] - t0, (seen["t_all"] - t0) if seen["t_all"] else None,
+            cpu_at(seen, started["started"]))
 
 
 def setup_k6(b, target, a, n):
@@ -122,7 +131,7 @@ def setup_k6(b, target, a, n):
     step = res["steps"][0]
     run_start = res.get("run_start") or (step["window"]["step_start"] - connect_phase_ms(b, n))
     return (rss, step["window"]["measure_start"] / 1000 - t0, (seen["t_all"] - t0) if seen["t_all"] else None,
-            run_start / 1000 - t0, step.get("vus_ready"))
+            run_start / 1000 - t0, step.get("vus_ready"), cpu_at(seen, step["window"]["measure_start"] / 1000))
 
 
 def figure_setup(b, target, a):
@@ -135,16 +144,18 @@ def figure_setup(b, target, a):
             sb.append(setup_sysbench(b, target, a, n))
             k6.append(setup_k6(b, target, a, n))
         med = lambda rows, i: statistics.median(r[i] for r in rows) if all(r[i] is not None for r in rows) else None  # noqa: E731
-        s_rss, s_set, s_all = med(sb, 0), med(sb, 1), med(sb, 2)
-        k_rss, k_set, k_all, k_init = med(k6, 0), med(k6, 1), med(k6, 2), med(k6, 3)
+        s_rss, s_set, s_all, s_cpu = med(sb, 0), med(sb, 1), med(sb, 2), med(sb, 3)
+        k_rss, k_set, k_all, k_init, k_cpu = med(k6, 0), med(k6, 1), med(k6, 2), med(k6, 3), med(k6, 5)
         ready = min(r[4] or 0 for r in k6)
         print(f"setup: {target} sysbench {n} threads: peak RSS {s_rss:.0f} MiB, {s_rss / n:.2f} MiB per thread; "
-              f"from process start to the first measured second {s_set:.1f} s (all {n} connected {f(s_all)})", flush=True)
+              f"from process start to the first measured second {s_set:.1f} s, {s_cpu:.2f} s of CPU "
+              f"(all {n} connected {f(s_all)})", flush=True)
         print(f"setup: {target} k6 {n} threads: peak RSS {k_rss:.0f} MiB, {k_rss / n:.2f} MiB per thread; "
-              f"from process start to the first measured second {k_set:.1f} s (VUs initialized {k_init:.1f} s, "
-              f"all {n} connected {f(k_all)}, connect phase at most {connect_phase_ms(b, n) / 1000:.0f} s; vus_ready {ready})",
-              flush=True)
+              f"from process start to the first measured second {k_set:.1f} s, {k_cpu:.2f} s of CPU (VUs initialized "
+              f"{k_init:.1f} s, all {n} connected {f(k_all)}, connect phase at most {connect_phase_ms(b, n) / 1000:.0f} s; "
+              f"vus_ready {ready})", flush=True)
         rr, rs = k_rss / s_rss, k_set / s_set
         print(f"setup: {target} {n} threads k6/sysbench: RSS {rr:.2f}x (target <= {SETUP_TARGET:g}x: "
               f"{b.verdict(rr <= SETUP_TARGET)}), set-up time {rs:.2f}x (target <= {SETUP_TARGET:g}x: "
-              f"{b.verdict(rs <= SETUP_TARGET)}); {a.setup_rounds} round(s), {a.setup_seconds} s each", flush=True)
+              f"{b.verdict(rs <= SETUP_TARGET)}), set-up CPU {k_cpu / max(s_cpu, 0.01):.2f}x; "
+              f"{a.setup_rounds} round(s), {a.setup_seconds} s each", flush=True)
