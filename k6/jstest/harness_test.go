@@ -22,7 +22,6 @@ import (
 	"github.com/grafana/sobek"
 	xsql "github.com/grafana/xk6-sql/sql"
 	"go.k6.io/k6/ext"
-	"go.k6.io/k6/js/modules"
 	"go.k6.io/k6/js/modulestest"
 
 	mysqldrv "tidb-bench-stack/k6/driver/mysql"
@@ -224,12 +223,12 @@ func New(t testing.TB, dir string) *H {
 	t.Cleanup(func() { servers.Delete(h.Host) })
 
 	goMods := h.VM.NewObject()
-	e, found := ext.Get(ext.JSExtension)[tbs.ImportPath]
-	tbsRoot, ok := e.Module.(modules.Module)
-	if !found || !ok {
+	if _, found := ext.Get(ext.JSExtension)[tbs.ImportPath]; !found {
 		t.Fatal("k6/x/tbs is not registered")
 	}
-	h.Tbs = tbsRoot.NewModuleInstance(rt.VU).Exports().Default.(*tbs.Module)
+	// a state of its own (the process-wide one k6 registers would carry notes and marks from
+	// one test's runtime to the next)
+	h.Tbs = tbs.NewRoot().NewModuleInstance(rt.VU).Exports().Default.(*tbs.Module)
 	h.must(goMods.Set("k6/x/tbs", h.Tbs))
 	h.must(goMods.Set("k6/x/sql", xsql.New().NewModuleInstance(rt.VU).Exports().Default))
 	h.must(goMods.Set("k6/x/sql/driver/mysql", fakeDriverID))

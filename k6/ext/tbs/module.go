@@ -38,6 +38,11 @@ const ImportPath = "k6/x/tbs"
 
 func init() { modules.Register(ImportPath, newRoot()) }
 
+// NewRoot is a fresh process-wide state of the module (histograms, queues, marks, notes, ...):
+// k6 registers one per process; an in-process test (k6/jstest) makes one per runtime, so that
+// what one test's scripts leave behind (a first-write-wins note, say) does not reach the next.
+func NewRoot() modules.Module { return newRoot() }
+
 type root struct {
 	mu       sync.Mutex
 	hists    map[string]*Histogram
