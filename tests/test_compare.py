@@ -1,6 +1,6 @@
 """Comparisons a database engineer can believe (issue #23).
 
-- statistics (tbsreport/stats.py) against known values: scipy's documented Mann-Whitney U
+- statistics (tidbbench/report/stats.py) against known values: scipy's documented Mann-Whitney U
   example (exact and asymptotic), a brute-force enumeration of the exact distribution, the
   order-statistic interval of the median, Holm's adjustment, benchstat's `~` and n=1 texts;
 - sweep --repeats / --plan: bad input stops before any run (message names the value);
@@ -15,7 +15,7 @@ import random
 
 import pytest
 
-from tbsreport import stats
+from tidbbench.report import stats
 
 
 # ---------------------------------------------------------------- statistics
@@ -230,7 +230,7 @@ def comparison_rows(md, workload_title):
 
 
 def test_plan_interleaves_arms_in_a_seeded_order(aab):
-    from tbsreport.plan import round_order
+    from tidbbench.sweep.plan import round_order
     pid, plan, state, _ = aab
     assert state["status"] == "complete"
     rounds = [round_order(["a", "a2", "idxcost"], plan["seed"], r) for r in range(1, 6)]

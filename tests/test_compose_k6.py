@@ -1,5 +1,5 @@
 """The k6 image and service of compose, Alloy's configuration (checked by bin/alloy-check
-against the table of Alloy's documentation, compose/alloy/check) and the docs of the compose
+against the table of Alloy's documentation, tests/tools/alloycheck) and the docs of the compose
 stack (tests/test_compose.py says how the compose files are tested)."""
 import json
 import os

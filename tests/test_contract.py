@@ -7,7 +7,9 @@ import pytest
 
 from conftest import ROOT
 
-from tbsreport import ReportError, commands, contract, fmt, manifest, prom, sweep
+from tidbbench import ReportError, commands, contract
+from tidbbench.report import fmt, manifest, prom
+from tidbbench.sweep import sweep
 
 C = json.loads((ROOT / "k6/contract.json").read_text())
 Q = json.loads((ROOT / "contract/promql.json").read_text())

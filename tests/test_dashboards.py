@@ -22,7 +22,7 @@ import yaml
 
 import dashtools as dt
 from conftest import stop_process
-from tbsdash import pingcap  # PingCAP's dashboards, prepared at start (tests/test_pingcap_dashboards.py)
+from tidbbench.dash import pingcap  # PingCAP's dashboards, prepared at start (tests/test_pingcap_dashboards.py)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -285,10 +285,10 @@ def test_generated_json_equals_committed_json(tmp_path):
     generated = sorted(os.path.relpath(os.path.join(d, f), tmp_path)
                        for d, _, fs in os.walk(tmp_path) for f in fs)
     committed = sorted(os.path.relpath(f, dt.DASHBOARDS_DIR) for f in dt.dashboard_files())
-    assert generated == committed, "run python3 grafana/generate.py and commit the result"
+    assert generated == committed, "run python3 -m tidbbench.dash.generate and commit the result"
     for rel in generated:
         with open(tmp_path / rel, encoding="utf-8") as a, open(os.path.join(dt.DASHBOARDS_DIR, rel), encoding="utf-8") as b:
-            assert a.read() == b.read(), f"{rel} drifted from grafana/generate.py: regenerate and commit"
+            assert a.read() == b.read(), f"{rel} drifted from tidbbench/dash/generate.py: regenerate and commit"
 
 
 # ------------------------------------------------------------------------------ annotations, variables

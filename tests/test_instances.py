@@ -1,5 +1,5 @@
 """One run split over several k6 processes (issue 12): `scripts/k6 run --instances N`, the merge
-(scripts/lib/tbsreport/merge.py) and the report's load generators.
+(tidbbench/merge.py) and the report's load generators.
 
 - on the local stack: 3 k6 instances against the local TiDB (tables prepared in the test's own
   database): per-step totals in Prometheus, in the merged results and in the report equal the
@@ -28,8 +28,8 @@ import pytest
 from conftest import ROOT, fresh_db, k6, prom, prom_wait
 from test_report_helpers import md_tables_after, run_report
 
-from tbsreport import merge as M
-from tbsreport.k6env import read_k6_env
+from tidbbench import merge as M
+from tidbbench.k6env import read_k6_env
 
 RESULTS = ROOT / "results"
 DB = "sbtest_instances"

@@ -1,4 +1,4 @@
-"""Issue 10: tbsreport is a package with one venv bootstrap, so the README's commands work in
+"""Issue 10: tidbbench is a package with one venv bootstrap, so the README's commands work in
 any order on a fresh clone. These tests clone the committed repository to a temporary folder
 (no .stack/, no venv) and run the commands there: the first creates .stack/venv through
 scripts/lib/common.sh's ensure_venv (pip from PyPI, pinned), the second finds it ready."""
@@ -33,8 +33,8 @@ def test_help_works_on_a_fresh_clone(clone, command, usage):
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.startswith(usage), p.stdout[:500]
     venv = clone / ".stack/venv"
-    # the command made the clone's own venv, with tbsreport installed editable from the clone
-    q = subprocess.run([str(venv / "bin/python"), "-c", "import tbsreport; print(tbsreport.ROOT)"],
+    # the command made the clone's own venv, with tidbbench installed editable from the clone
+    q = subprocess.run([str(venv / "bin/python"), "-c", "import tidbbench; print(tidbbench.ROOT)"],
                        capture_output=True, text=True, timeout=60)
     assert q.stdout.strip() == str(clone), q.stderr
     assert (venv / "bin" / ("tbs-" + command.split("/")[1])).is_file()

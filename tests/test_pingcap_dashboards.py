@@ -1,6 +1,6 @@
 """PingCAP's own dashboards for the TiDB that runs (issue 13).
 
-Static: grafana/pingcap.py prepares the five dashboards the TiDB module we build carries
+Static: tidbbench/dash/pingcap.py prepares the five dashboards the TiDB module we build carries
 (pkg/metrics/grafana of scripts/lib/versions.sh's TIDB_MODULE_VERSION): the datasource
 placeholder becomes our uid, stable uids, our run annotations and testid variable, PingCAP's
 panels untouched; every PromQL expression of theirs parses with the stack's Prometheus parser.
@@ -29,8 +29,8 @@ import yaml
 
 import dashtools as dt
 from conftest import ROOT, prom_wait
-from tbsdash import base as generate  # annotations(): the run annotations our dashboards carry
-from tbsdash import pingcap
+from tidbbench.dash import base as generate  # annotations(): the run annotations our dashboards carry
+from tidbbench.dash import pingcap
 
 PROM = "http://127.0.0.1:9090"
 
@@ -54,7 +54,7 @@ def module_dashboards_dir():
 def prepared(tmp_path_factory):
     src = module_dashboards_dir()
     out = tmp_path_factory.mktemp("pingcap")
-    p = subprocess.run([sys.executable, str(ROOT / "grafana/pingcap.py"), "--src", src, "--out", str(out),
+    p = subprocess.run([sys.executable, "-m", "tidbbench.dash.pingcap", "--src", src, "--out", str(out),
                         "--only", ",".join(pingcap.LOCAL)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     dashes = {n: json.loads((out / f"{n}.json").read_text()) for n in pingcap.LOCAL}
@@ -155,7 +155,7 @@ def test_compose_prepares_the_initializer_images_dashboards_of_tidb_version():
     svc = m["services"]["pingcap-dashboards"]
     assert svc["depends_on"]["pingcap-dashboards-src"]["condition"] == "service_completed_successfully"
     cmd = svc["command"]
-    assert cmd[:2] == ["python3", "/opt/tbs/grafana/pingcap.py"]
+    assert cmd[:2] == ["python3", "/opt/tbs/tidbbench/dash/pingcap.py"]
     src = cmd[cmd.index("--src") + 1]
     out = cmd[cmd.index("--out") + 1]
     mounts = {v["target"]: v for v in svc["volumes"]}

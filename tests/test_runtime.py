@@ -1,5 +1,5 @@
 """Issue 10: one runtime definition (runtime/stack.json) for both modes. The per-mode files are
-generated from it (scripts/lib/gen_runtime.py); the two modes' Prometheus configs (jobs, target
+generated from it (tidbbench/gen/runtime.py); the two modes' Prometheus configs (jobs, target
 labels, flags), k6's remote-write settings and the log labels are equivalent, in the files and in
 the running local stack and the resolved compose model."""
 import copy
@@ -12,7 +12,7 @@ import urllib.request
 import yaml
 
 from conftest import LOKI, ROOT, STATE
-from tbsreport import gen_runtime
+from tidbbench.gen import runtime as gen_runtime
 from test_compose import model
 
 DEFN = json.loads((ROOT / "runtime/stack.json").read_text())
@@ -22,7 +22,7 @@ MODE_ONLY_LABELS = {"compose": {"compose_profile"}, "local": set()}
 
 
 def gen(*args):
-    return subprocess.run([sys.executable, str(ROOT / "scripts/lib/gen_runtime.py"), *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "tidbbench.gen.runtime", *args], capture_output=True,
                           text=True, timeout=60)
 
 

@@ -3,7 +3,7 @@
 - every seed plan loads and matches its seed's method, read from the seed's text
   ($TBS_SEEDS_DIR, default ../shared/seeds beside the checkout): tables x rows, thread steps, time, warm-up,
   rand-type, ANALYZE, data restore, SET GLOBAL variables, versions, workloads;
-- --scale / --threads / --arm-target (tbsreport/seedplan.py): the arithmetic and the checks;
+- --scale / --threads / --arm-target (tidbbench/sweep/seedplan.py): the arithmetic and the checks;
 - bad input (unknown or missing arm target, --scale 0, 2, abc, ...) stops with exit 2 before
   anything runs and leaves no results;
 - on the local stack: plans/seed-v2.0-vs-v1.0.json scaled down (32 tables x 1,000 rows, one
@@ -25,7 +25,8 @@ import pytest
 
 from conftest import ROOT
 
-from tbsreport import ReportError, plan as planmod, seedplan
+from tidbbench import ReportError
+from tidbbench.sweep import plan as planmod, seedplan
 
 SEEDS = Path(os.environ.get("TBS_SEEDS_DIR") or ROOT.parent / "shared" / "seeds")  # beside the checkout
 PLANS = sorted((ROOT / "plans").glob("seed-*.json"))

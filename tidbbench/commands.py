@@ -1,7 +1,7 @@
 """The exact commands of a run, rebuilt from its manifest's options (never a password)."""
 import shlex
 
-from . import contract
+from tidbbench import contract
 
 # The options and their defaults: k6/contract.json, which k6/lib/config.js reads too (one place).
 DEFAULTS = contract.defaults()

@@ -5,7 +5,7 @@ import functools
 import json
 import re
 
-from . import ROOT
+from tidbbench import ROOT
 
 CONTRACT = ROOT / "k6" / "contract.json"
 PROMQL = ROOT / "contract" / "promql.json"

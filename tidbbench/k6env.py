@@ -3,7 +3,7 @@ one place for Python. scripts/k6 exports the same file's lines for k6 itself."""
 import os
 from pathlib import Path
 
-from . import ROOT
+from tidbbench import ROOT
 
 
 def state_dir():

@@ -14,8 +14,8 @@ status and, for one that did not finish, the step and time from which it is miss
 an instance did not finish is not counted for it (nothing twice, nothing invented).
 
 Standard library only, so it runs without the project's venv:
-  python3 scripts/lib/tbsreport/merge.py [--results DIR] [--exit I=CODE@EPOCH_MS ...] TESTID
-  PYTHONPATH=scripts/lib python3 -m tbsreport.merge TESTID
+  python3 -m tidbbench.merge [--results DIR] [--exit I=CODE@EPOCH_MS ...] TESTID
+  python3 -m tidbbench.merge TESTID
 (`scripts/k6 merge TESTID` runs it; `scripts/k6 run --instances N` runs it after its processes.)
 Exit codes: 0 merged (even with a missing instance: the manifest names it), 2 bad input
 (no instance files, files that disagree, a bad TESTID).
@@ -30,7 +30,7 @@ from fractions import Fraction
 from pathlib import Path
 
 if __package__:
-    from . import sbhist
+    from tidbbench import sbhist
 else:  # run as a file (scripts/k6 merge, any python3): this file's directory is on sys.path
     import sbhist
 # the histogram's bucket of a latency and its width (tests/test_instances.py reads them here)
@@ -227,7 +227,7 @@ def merge(testid, files, exits=None, expected=None):
         out["interrupted"] = True
     out["instances"] = instances
     out["instances_split"] = {"count": n, "sequence": next(iter(seqs), ""),
-                              "merged_by": "scripts/lib/tbsreport/merge.py"}
+                              "merged_by": "tidbbench/merge.py"}
     return out
 
 

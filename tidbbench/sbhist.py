@@ -19,7 +19,7 @@ import json
 import math
 from pathlib import Path
 
-# this file: scripts/lib/tbsreport/sbhist.py
+# this file: tidbbench/sbhist.py
 SPEC = json.loads((Path(__file__).resolve().parents[3] / "k6" / "contract.json").read_text())["latency_histogram"]
 SCHEME = SPEC["scheme"]  # "sysbench"
 BUCKETS = int(SPEC["buckets"])  # 1024

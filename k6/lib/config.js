@@ -3,7 +3,7 @@
 import { RAND_TYPES } from './rand.js';
 
 // The shared contract (k6/contract.json): workloads, options with types, defaults and help,
-// presets, the testid rule, timing. Also read by scripts/lib/tbsreport and the README.
+// presets, the testid rule, timing. Also read by tidbbench/ and the README.
 export const CONTRACT = JSON.parse(open('../contract.json'));
 export const WORKLOADS = CONTRACT.workloads;
 

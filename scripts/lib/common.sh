@@ -28,8 +28,8 @@ writable_copy() {
 }
 
 # ensure_venv [REQUIREMENTS_FILE...]: the project's one Python venv (.stack/venv), used by every
-# script: tbsreport installed editable (pyproject.toml; its pinned packages are
-# scripts/lib/tbsreport/requirements.txt) plus any other pinned requirement files (scripts/test:
+# script: tidbbench installed editable (pyproject.toml; its pinned packages are
+# tidbbench/requirements.txt) plus any other pinned requirement files (scripts/test:
 # tests/requirements.txt). pip runs only when one of those files changed since it last ran.
 # Prints nothing on stdout; puts the venv first on PATH.
 # shellcheck disable=SC2120 # callers without extra requirement files are fine
@@ -44,7 +44,7 @@ ensure_venv() {
     mkdir -p "$STATE"
     python3 -m venv "$venv"
   fi
-  local files=("$ROOT/pyproject.toml" "$ROOT/scripts/lib/tbsreport/requirements.txt" "$@")
+  local files=("$ROOT/pyproject.toml" "$ROOT/tidbbench/requirements.txt" "$@")
   for f in "${files[@]}"; do
     sum=$(sha256sum < "$f" | cut -c1-64)
     grep -qxF "$sum $f" "$stamp" 2>/dev/null || todo=1

@@ -5,7 +5,7 @@
 # (150 threads over 4: 38+38+37+37 VUs). All share the testid and a start time (epoch ms, now +
 # 10 s unless given) that every process's setup() waits for, so each step covers the same
 # wall-clock interval everywhere. Each writes results/T.instance-i.json; when all have ended,
-# scripts/lib/tbsreport/merge.py writes results/T.json (docs/kubernetes.md has the details).
+# tidbbench/merge.py writes results/T.json (docs/kubernetes.md has the details).
 #
 #   scripts/k6 run --instances 4 -e threads=150,300 k6/oltp.js            # 4 processes here
 #   scripts/k6 run --instances 4 --instance 1 -e testid=T -e start_at=MS k6/oltp.js
@@ -142,7 +142,7 @@ k6_instances() {
     return "$failed"
   fi
   set +e
-  python3 "$ROOT/scripts/lib/tbsreport/merge.py" --results "$rdir" --expect "$n" "${exits[@]}" "$testid"
+  tbs_py tidbbench.merge --results "$rdir" --expect "$n" "${exits[@]}" "$testid"
   rc=$?
   set -e
   [ "$failed" = 0 ] || return "$failed"

@@ -19,8 +19,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tbsreport import ROOT
-from tbsreport.report import COMMON_VARS, MYSQL_VARS, TIDB_VARS
+from tidbbench import ROOT
+from tidbbench.report.report import COMMON_VARS, MYSQL_VARS, TIDB_VARS
 
 FIX = Path(__file__).resolve().parent / "report"
 KEEP = set(TIDB_VARS + MYSQL_VARS + COMMON_VARS + ["tx_isolation"])

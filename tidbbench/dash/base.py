@@ -1,6 +1,6 @@
 """The shared building blocks of our dashboards: datasources, the one selector config (SEL),
 panels and their defaults, layout, variables, the run annotations and links, dashboard().
-Standard library only, no files read: grafana/pingcap.py uses it in a plain Python container."""
+Standard library only, no files read: tidbbench/dash/pingcap.py uses it in a plain Python container."""
 
 PROM = {"type": "prometheus", "uid": "prometheus"}
 LOKI = {"type": "loki", "uid": "loki"}

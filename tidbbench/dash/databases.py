@@ -1,5 +1,6 @@
 """2. TiDB cluster and 3. MySQL / MariaDB (mysqld_exporter)."""
-from .base import RI, dashboard, p95_p99, panel, query_var, row, s, sum_rate, targets, testid_var, zero_if_absent
+from tidbbench.dash.base import (RI, dashboard, p95_p99, panel, query_var, row, s, sum_rate, targets, testid_var,
+                                 zero_if_absent)
 
 
 # ---------------------------------------------------------------------------------------------

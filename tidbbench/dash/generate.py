@@ -3,8 +3,8 @@
 Writes grafana/dashboards/<folder>/<name>.json from the definitions in this package. The generated JSON is
 committed; tests/test_dashboards.py regenerates it and fails on any drift.
 
-    python3 grafana/generate.py            # (re)write grafana/dashboards/
-    python3 grafana/generate.py --out DIR  # write somewhere else (the drift test does this)
+    python3 -m tidbbench.dash.generate            # (re)write grafana/dashboards/
+    python3 -m tidbbench.dash.generate --out DIR  # write somewhere else (the drift test does this)
 
 Only the Python standard library is used. Conventions:
   * every label matcher comes from SEL (the one selector config) so the dashboards agree;
@@ -17,9 +17,9 @@ import argparse
 import json
 import os
 
-from .databases import mysql, tidb
-from .hosts import hosts, logs
-from .run import benchmark_run, run_compare
+from tidbbench.dash.databases import mysql, tidb
+from tidbbench.dash.hosts import hosts, logs
+from tidbbench.dash.run import benchmark_run, run_compare
 
 
 # ---------------------------------------------------------------------------------------------

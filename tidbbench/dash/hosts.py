@@ -1,6 +1,6 @@
 """4. Hosts (node_exporter) and 6. Logs (Loki)."""
-from .base import (FS_TYPES_EXCLUDED, LOKI, NET_DEVICES_EXCLUDED, RI, dashboard, panel, query_var, row, s, target,
-                   targets, testid_var, textbox_var)
+from tidbbench.dash.base import (FS_TYPES_EXCLUDED, LOKI, NET_DEVICES_EXCLUDED, RI, dashboard, panel, query_var, row, s,
+                                 target, targets, testid_var, textbox_var)
 
 
 # ---------------------------------------------------------------------------------------------

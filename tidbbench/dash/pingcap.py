@@ -14,7 +14,7 @@ titles, each dashboard gets a stable uid (pingcap-<name>) so the Benchmark run d
 link to it, and our run annotations (run start/end, thread steps, from k6_oltp_marker) with
 their `testid` variable are added. Panels and queries are PingCAP's, untouched.
 
-    python3 grafana/pingcap.py --src DIR --out DIR [--wait]
+    python3 -m tidbbench.dash.pingcap --src DIR --out DIR [--wait]
 
 --wait keeps the process alive after writing (compose runs it as a service whose healthcheck
 Grafana waits for). Only the standard library is used (it runs in a plain Python image).
@@ -26,7 +26,7 @@ import re
 import sys
 import time
 
-from . import base  # our annotations, testid variable and links: one definition
+from tidbbench.dash import base  # our annotations, testid variable and links: one definition
 
 
 # file name (without .json) -> title; the order is the folder's. Files the source lacks are skipped.

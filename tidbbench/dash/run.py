@@ -1,8 +1,8 @@
 """1. Benchmark run and 5. Run comparison: the dashboards of k6's series."""
-from . import pingcap
-from .base import (LOOKBACK, NET_DEVICES_EXCLUDED, RI, SEL, dashboard, p95_p99, panel, query_var, row, s, sum_rate,
-                   target, targets, testid_var, unit_override, zero_if_absent)
-from .steps import db_step_cores, k6_step_cores, step_errors, step_quantile, step_rate
+from tidbbench.dash import pingcap
+from tidbbench.dash.base import (LOOKBACK, NET_DEVICES_EXCLUDED, RI, SEL, dashboard, p95_p99, panel, query_var, row, s,
+                                 sum_rate, target, targets, testid_var, unit_override, zero_if_absent)
+from tidbbench.dash.steps import db_step_cores, k6_step_cores, step_errors, step_quantile, step_rate
 
 
 # ---------------------------------------------------------------------------------------------
@@ -19,7 +19,7 @@ def benchmark_run():
         for t, uid in [("Benchmark run", "tbs-benchmark-run"), ("Logs", "tbs-logs"),
                        ("Hosts", "tbs-hosts"), ("TiDB cluster", "tbs-tidb"),
                        ("MySQL / MariaDB", "tbs-mysql")]]
-    # PingCAP's own dashboards of the TiDB that runs (grafana/pingcap.py prepares them)
+    # PingCAP's own dashboards of the TiDB that runs (tidbbench/dash/pingcap.py prepares them)
     run_links += [
         {"title": f"{pingcap.title(n)} over this run", "targetBlank": False,
          "url": f"/d/{pingcap.uid(n)}?var-testid=${{__data.fields[0]}}"

@@ -7,7 +7,7 @@ measure_start) gives rates. The queries are contract/promql.json's, which the re
 import json
 import os
 
-from .base import SEL
+from tidbbench.dash.base import SEL
 
 
 def measured_seconds(marker_sel, window):
@@ -17,7 +17,7 @@ def measured_seconds(marker_sel, window):
 
 
 # The per-step PromQL (contract/promql.json, which the report reads too), with one row per step.
-# (this file: grafana/tbsdash/steps.py; contract/ is the checkout's, mounted beside grafana/ in compose)
+# (this file: tidbbench/dash/steps.py; contract/ is the checkout's, mounted beside grafana/ in compose)
 PROMQL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "contract", "promql.json")
 with open(PROMQL, encoding="utf-8") as _f:
     STEP_QUERIES = json.load(_f)["step"]["queries"]

@@ -4,9 +4,9 @@ import os
 import sys
 from pathlib import Path
 
-from . import ROOT, ReportError
-from .manifest import resolve
-from .prom import Prometheus
+from tidbbench import ROOT, ReportError
+from tidbbench.report.manifest import resolve
+from tidbbench.report.prom import Prometheus
 
 DESCRIPTION = """\
 Writes a report (report.md, report.html, charts/, snapshots/) of one run, or compares two
@@ -62,7 +62,7 @@ def main(argv=None, fetch=None):
         sets = [base]
         if cand:
             sets.append(resolve(results, cand))
-        from .report import Report  # matplotlib is imported only once the input is known good
+        from tidbbench.report.report import Report  # matplotlib is imported only once the input is known good
         rep = Report(sets, Prometheus(args.prometheus, fetch=fetch), grafana_url=args.grafana)
         rep.collect()
         for w in rep.warnings:

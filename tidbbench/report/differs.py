@@ -3,8 +3,8 @@
 load generator's host, the data, and the plan's `set_global`; the settings that differ first.
 A value that changes from one sample to the next within a side (a timestamp, a counter) is not
 a difference between the sides and is listed apart."""
-from . import commands
-from .fmt import md_table, product_name
+from tidbbench import commands
+from tidbbench.report.fmt import md_table, product_name
 
 # variables that change by themselves from one run to the next (not a setting)
 VOLATILE = {"timestamp", "tidb_current_ts", "tidb_last_txn_info", "tidb_last_query_info", "last_insert_id",
@@ -77,7 +77,7 @@ def rows(sets):
 
 
 def sample_host(run):
-    """The host the sweep recorded for this sample (tbsreport/sweep.py's host_info)."""
+    """The host the sweep recorded for this sample (tidbbench/sweep/sweep.py's host_info)."""
     return (run.entry or {}).get("host") or {}
 
 

@@ -2,7 +2,7 @@
 (`interrupted`), steps during which no event completed for a while (`max_gap_s`,
 `max_gap_start`: a server killed or unreachable) with their reconnects, and steps whose
 figures come from k6's own summary because Prometheus has no data for them."""
-from .fmt import utc
+from tidbbench.report.fmt import utc
 
 GAP_S = 1.0  # a step where no event completed for this long is named as disturbed
 SOURCE_K6 = "k6 summary"

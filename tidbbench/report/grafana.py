@@ -9,7 +9,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from . import ROOT
+from tidbbench import ROOT
 
 DASHBOARD_UID = "tbs-benchmark-run"
 DASHBOARD_FILE = ROOT / "grafana/dashboards/benchmark/benchmark-run.json"

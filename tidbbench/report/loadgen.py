@@ -10,9 +10,9 @@ generator, not the database, may have set the pace.
 """
 from dataclasses import dataclass, field
 
-from .fmt import md_table
-from .merge import died_text
-from .prom import _fmt_at
+from tidbbench.report.fmt import md_table
+from tidbbench.merge import died_text
+from tidbbench.report.prom import _fmt_at
 
 SATURATED = 0.9
 

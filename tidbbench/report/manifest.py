@@ -4,7 +4,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ReportError, contract
+from tidbbench import ReportError, contract
 
 ID_RE = contract.testid_re()  # k6/contract.json
 

@@ -18,9 +18,9 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 
-from tbsdash.base import SEL
+from tidbbench.dash.base import SEL
 
-from . import ReportError, contract, sbhist
+from tidbbench import ReportError, contract, sbhist
 
 QPS_TOLERANCE = 0.02  # QPS from Prometheus vs k6's summary
 DEFAULT_BUCKET_FACTOR = 2 ** (2 ** -3)  # native histogram schema 3
@@ -123,7 +123,7 @@ def step_query_params(testid, step):
     at_ms = int(w["measure_end"]) + contract.step_tail_ms(w)  # evaluated this long after measure_end
     range_ms = at_ms - int(w["measure_start"])
     sel = contract.step_selector(testid, step["threads"])
-    if step.get("instances"):  # a merged run (tbsreport/merge.py): only the instances that finished the step
+    if step.get("instances"):  # a merged run (tidbbench/merge.py): only the instances that finished the step
         sel += f',instance_id=~"{"|".join(re.escape(str(i)) for i in step["instances"])}"'
     return sel, _fmt_at(at_ms), range_ms
 
@@ -215,8 +215,8 @@ def run_figures(prom, run, sample=False):
             out.append(f)
     if missing and (len(missing) < len(run.steps) or sample):
         # Prometheus missed some steps (down while they ran): their figures come from k6's summary
-        # in the manifest, and the report says so (tbsreport/disturb.py)
-        from .disturb import fallback_figures, fallback_note
+        # in the manifest, and the report says so (tidbbench/report/disturb.py)
+        from tidbbench.report.disturb import fallback_figures, fallback_note
         factor = max((f.bucket_factor for f in out), default=DEFAULT_BUCKET_FACTOR)
         out += [fallback_figures(StepFigures, s, factor) for s in missing]
         for s in missing:
@@ -225,7 +225,7 @@ def run_figures(prom, run, sample=False):
         out.sort(key=lambda f: order.index(f.threads))
         missing = []
     if missing:
-        from .fmt import utc
+        from tidbbench.report.fmt import utc
         s = missing[0]
         what = "no data" if len(missing) == len(run.steps) else \
             f"no data for thread step(s) {', '.join(str(m['threads']) for m in missing)}"

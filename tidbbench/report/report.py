@@ -8,11 +8,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import ROOT, ReportError, charts, commands, disturb, grafana, sbhist, statements, stats
-from .fmt import (md_table, num, product_name, runset_label, short_version, utc, workload_name)
-from .manifest import common_workloads
-from .sections import WorkloadSections
-from .prom import DEFAULT_BUCKET_FACTOR, crosscheck, run_figures
+from tidbbench import ROOT, ReportError, commands, sbhist
+from tidbbench.report import charts, disturb, grafana, statements, stats
+from tidbbench.report.fmt import md_table, num, product_name, runset_label, short_version, utc, workload_name
+from tidbbench.report.manifest import common_workloads
+from tidbbench.report.sections import WorkloadSections
+from tidbbench.report.prom import DEFAULT_BUCKET_FACTOR, crosscheck, run_figures
 
 # SHOW GLOBAL VARIABLES the seeds set or name, per product family, in this order
 TIDB_VARS = [
@@ -96,13 +97,13 @@ class Report(WorkloadSections):
                 self.figs[(i, w)] = self.samples[(i, w)][0]
         self.compute_stats()
         self.prom_version = self.prom.version()
-        from . import loadgen  # the k6 instances, CPU saturation, instances that did not finish
+        from tidbbench.report import loadgen  # the k6 instances, CPU saturation, instances that did not finish
         self.loadgens, self.loadgen_warnings = loadgen.collect(
             self.prom, [s.by_workload()[w] for s in self.sets for w in self.workloads])
         for w in self.loadgen_warnings:
             print(f"warning: {w}", file=sys.stderr)
 
-    # -- statistics over the samples (tbsreport/stats.py)
+    # -- statistics over the samples (tidbbench/report/stats.py)
     def values(self, i, w, t, metric):
         """The samples' values of one cell: metric "qps", "tps", "lat" (the table's percentile) or "avg"."""
         out = []
@@ -176,9 +177,9 @@ class Report(WorkloadSections):
         if self.pair:
             L.append(f"# Sysbench Performance Test Report -- {a[1]} vs. {a[0]}")
             L.append("")
-            from . import differs
+            from tidbbench.report import differs
             L.extend(differs.section(self.sets, a))
-            L.extend(statements.section(self.sets, a, self.workloads))  # why QPS moved: tbsreport/statements.py
+            L.extend(statements.section(self.sets, a, self.workloads))  # why QPS moved: tidbbench/report/statements.py
             L.pop()
         else:
             L.append(f"# Sysbench Performance Test Report -- {a[0]}")
@@ -260,7 +261,7 @@ class Report(WorkloadSections):
         ]
         L.append(md_table(self.cols(), rows))
         L.append("")
-        from . import loadgen
+        from tidbbench.report import loadgen
         L.extend(loadgen.markdown(self.loadgens, self.loadgen_warnings))
         L.append("### Software versions")
         L.append("")
@@ -516,7 +517,7 @@ class Report(WorkloadSections):
                     web.append((run, rel))
             md = self.markdown(chart_paths, snaps, reason, web)
             (tmp / "report.md").write_text(md)
-            from .html import to_html
+            from tidbbench.report.html import to_html
             (tmp / "report.html").write_text(to_html(md))
             if reason:
                 print(f"note: Grafana panel snapshots skipped: {reason}", file=sys.stderr)

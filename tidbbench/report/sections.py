@@ -4,8 +4,8 @@ distribution by sysbench's method; the resource use per step (CPU of the databas
 QPS per database core)."""
 import statistics
 
-from . import disturb, statements, stats
-from .fmt import md_table, num, workload_name
+from tidbbench.report import disturb, statements, stats
+from tidbbench.report.fmt import md_table, num, workload_name
 
 
 class WorkloadSections:
@@ -169,7 +169,7 @@ class WorkloadSections:
                         missing.add((a[i], "load generator"))
             if not self.pair:
                 run = self.sets[0].by_workload()[w]
-                from .loadgen import usable_cores  # the cores k6 could use (GOMAXPROCS when recorded)
+                from tidbbench.report.loadgen import usable_cores  # the cores k6 could use (GOMAXPROCS when recorded)
                 cores = usable_cores(run.manifest.get("load_generator") or {})
                 rows = []
                 for t in threads:
@@ -206,7 +206,7 @@ class WorkloadSections:
                         "and process" if what == "database" else
                         "k6 writes k6_oltp_client_cpu_seconds_total with every run of this stack's oltp.js") + ").")
             L.append("")
-        from .loadgen import SATURATED
+        from tidbbench.report.loadgen import SATURATED
         L.append(f"k6 at or above {SATURATED * 100:.0f}% of its usable cores (the host's, or GOMAXPROCS when recorded) "
                  "in a step is warned about under Load generator: the load generator, not the database, may then "
                  "have set the pace.")

@@ -11,7 +11,7 @@ text without quotes, case and spaces, so TiDB's and MySQL's texts of one stateme
   executions in each sample differs between the sides;
 - average latency (the step's total / executions, one value per sample): with 2 or more samples a
   side, the change of the medians is significant (Mann-Whitney U, Holm-adjusted over all the
-  statement cells of the report, tbsreport/stats.py) and at least MIN_CHANGE %; with one sample a
+  statement cells of the report, tidbbench/report/stats.py) and at least MIN_CHANGE %; with one sample a
   side (no significance possible), at least SINGLE_CHANGE %, marked `n=1`;
 - a statement only one side ran (among its top digests) with at least SHARE_ONLY % of that side's
   statement time.
@@ -19,8 +19,8 @@ Manifests without statements (runs from before they were recorded) add nothing t
 import re
 import statistics
 
-from . import stats
-from .fmt import md_table, num, workload_name
+from tidbbench.report import stats
+from tidbbench.report.fmt import md_table, num, workload_name
 
 MIN_CHANGE = 10.0  # % of the median average latency: a smaller significant change is not listed
 SINGLE_CHANGE = 20.0  # % with one sample a side

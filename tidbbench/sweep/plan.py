@@ -23,7 +23,7 @@ sample (a resumed plan does not again); `"reset": true` does so before every sam
 names the report a plan reproduces (plans/seed-*.json), `"targets": "required"` refuses to
 run until `--arm-target` gives every arm a target. The command line may scale a plan down and
 point its arms at targets: `--scale`, `--threads`, `--time`, `--warmup-time`, `--workloads`,
-`--mysql-db`, `--arm-target` (tbsreport/seedplan.py).
+`--mysql-db`, `--arm-target` (tidbbench/sweep/seedplan.py).
 """
 import hashlib
 import json
@@ -34,8 +34,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import ROOT, ReportError, contract
-from .commands import DEFAULTS
+from tidbbench import ROOT, ReportError, contract
+from tidbbench.commands import DEFAULTS
 
 KEYS = {"workloads", "threads", "repeats", "seed", "options", "reset", "analyze", "prepare_threads", "arms",
         "admin", "description", "source", "targets", "prepare"}
@@ -185,8 +185,8 @@ def admin_password(adm):
 
 
 def run_plan(a, argv):
-    from . import seedplan
-    from . import sweep as sw
+    from tidbbench.sweep import seedplan
+    from tidbbench.sweep import sweep as sw
     plan = load(a.plan)
     plan, overrides, scaled = seedplan.apply(plan, a.plan, a)
     if a.repeats != 1:

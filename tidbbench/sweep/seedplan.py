@@ -21,8 +21,8 @@ in every arm's sweep manifest (`scaled`), which the report prints.
 import copy
 import re
 
-from . import ReportError
-from .commands import DEFAULTS
+from tidbbench import ReportError
+from tidbbench.commands import DEFAULTS
 
 MIN_ROWS = 1000
 ALL = "all"

@@ -14,10 +14,10 @@ import sys
 import time
 from pathlib import Path
 
-from . import ROOT, ReportError
-from . import contract
-from .commands import DEFAULTS, scrub_argv
-from .k6env import read_k6_env
+from tidbbench import ROOT, ReportError
+from tidbbench import contract
+from tidbbench.commands import DEFAULTS, scrub_argv
+from tidbbench.k6env import read_k6_env
 
 WORKLOADS = contract.workloads()
 # set by the sweep's own flags, so not allowed as -e
@@ -50,7 +50,7 @@ def parser():
     ap.add_argument("--scale", metavar="F",
                     help="with --plan: rows per table x F (0 < F <= 1, at least 1,000 rows), e.g. 0.001 runs a "
                          "seed plan's 10,000,000 rows as 10,000; --threads/--time/--warmup-time/--workloads/"
-                         "--mysql-db replace the plan's own (tbsreport/seedplan.py)")
+                         "--mysql-db replace the plan's own (tidbbench/sweep/seedplan.py)")
     ap.add_argument("--arm-target", action="append", default=[], metavar="ARM=HOST:PORT",
                     help="with --plan: the arm's target (repeat per arm; all=HOST:PORT: every arm at one "
                          "target); the seed plans need one for every arm")
@@ -86,7 +86,7 @@ def parse_args(argv):
         raise ReportError(f"invalid --repeats {a.repeats}: must be >= 1", code=2)
     if a.plan:
         # what a plan file holds itself is not taken from the command line (--threads, --time,
-        # --warmup-time, --workloads, --mysql-db and --scale do override it: tbsreport/seedplan.py)
+        # --warmup-time, --workloads, --mysql-db and --scale do override it: tidbbench/sweep/seedplan.py)
         for flag, v in (("-e", a.extra), ("--tables", a.tables), ("--table-size", a.table_size),
                         ("--analyze", a.analyze), ("--reset", a.reset), ("--out", a.out),
                         ("--prometheus", a.prometheus), ("--grafana", a.grafana), ("--baseline", a.baseline)):
@@ -271,7 +271,7 @@ def main(argv=None):
     try:
         a, workloads, extra, base = parse_args(argv)
         if a.plan:
-            from .plan import run_plan
+            from tidbbench.sweep.plan import run_plan
             return run_plan(a, argv)
     except ReportError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -1,4 +1,4 @@
-module tidb-bench-stack/compose/alloy/check
+module tidb-bench-stack/tests/tools/alloycheck
 
 go 1.26.5
 
