@@ -13,9 +13,9 @@ the instances that counted; per instance its host facts, k6 version, steps compl
 status and, for one that did not finish, the step and time from which it is missing. A step
 an instance did not finish is not counted for it (nothing twice, nothing invented).
 
-Standard library only, so it runs without the project's venv:
+Standard library only, so it runs without the project's venv (from the checkout's root, or
+with it on PYTHONPATH, as scripts/lib/common.sh's tbs_py does):
   python3 -m tidbbench.merge [--results DIR] [--exit I=CODE@EPOCH_MS ...] TESTID
-  python3 -m tidbbench.merge TESTID
 (`scripts/k6 merge TESTID` runs it; `scripts/k6 run --instances N` runs it after its processes.)
 Exit codes: 0 merged (even with a missing instance: the manifest names it), 2 bad input
 (no instance files, files that disagree, a bad TESTID).
@@ -29,15 +29,12 @@ import sys
 from fractions import Fraction
 from pathlib import Path
 
-if __package__:
-    from tidbbench import sbhist
-else:  # run as a file (scripts/k6 merge, any python3): this file's directory is on sys.path
-    import sbhist
+from tidbbench import ROOT, sbhist
 # the histogram's bucket of a latency and its width (tests/test_instances.py reads them here)
 bucket, RANGE_MULT = sbhist.bucket, sbhist.RANGE_MULT
 
 # the testid rule: k6/contract.json (this file also runs as a script, outside the package)
-ID_RE = re.compile(json.loads((Path(__file__).resolve().parents[3] / "k6/contract.json").read_text())["testid"]["pattern"])
+ID_RE = re.compile(json.loads((ROOT / "k6/contract.json").read_text())["testid"]["pattern"])
 SEGMENT_RE = re.compile(r"^(\d+(?:/\d+)?):(\d+(?:/\d+)?)$")
 COUNTS = ("transactions", "errors", "reconnects")
 
@@ -327,7 +324,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="scripts/k6 merge", description=__doc__.split("\n\n")[0])
     ap.add_argument("testid", metavar="TESTID")
     ap.add_argument("--results", default=os.environ.get("results_dir") or
-                    str(Path(__file__).resolve().parents[3] / "results"),
+                    str(ROOT / "results"),
                     help="folder of the instance files (default: $results_dir or results/)")
     ap.add_argument("--exit", action="append", type=parse_exit, default=[], metavar="I=CODE@MS",
                     help="an instance's exit status and end time (epoch ms), as the launcher saw it")

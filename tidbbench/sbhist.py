@@ -13,14 +13,14 @@ exp(ln(1e8) / 1023), about 1.8%, wide: the resolution of any percentile sysbench
 Its constants are k6/contract.json's "latency_histogram", generated from Go (k6/ext/tbs/histogram.go,
 the one definition, which k6 records with): size, range, deduct, mult, bucket_ratio. Bucket values
 are computed here with exp() as before, not taken from its values_ms (Go's math.Exp differs from
-the C library's in the last bit for some buckets). Standard library only, no imports from this
-package: scripts/k6 merge runs merge.py (which uses this module) as a plain file."""
+the C library's in the last bit for some buckets). Standard library only: `scripts/k6 merge` runs
+tidbbench.merge (which uses this module) with any python3, outside the venv."""
 import json
 import math
-from pathlib import Path
 
-# this file: tidbbench/sbhist.py
-SPEC = json.loads((Path(__file__).resolve().parents[3] / "k6" / "contract.json").read_text())["latency_histogram"]
+from tidbbench import ROOT
+
+SPEC = json.loads((ROOT / "k6" / "contract.json").read_text())["latency_histogram"]
 SCHEME = SPEC["scheme"]  # "sysbench"
 BUCKETS = int(SPEC["buckets"])  # 1024
 MIN_MS = float(SPEC["min_ms"])  # 0.001

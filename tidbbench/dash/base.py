@@ -1,50 +1,15 @@
 """The shared building blocks of our dashboards: datasources, the one selector config (SEL),
 panels and their defaults, layout, variables, the run annotations and links, dashboard().
 Standard library only, no files read: tidbbench/dash/pingcap.py uses it in a plain Python container."""
+# The one selector config (tidbbench/selectors.py, which the report's resource queries read too):
+# every query's label matchers are taken from it.
+from tidbbench.selectors import SEL
 
 PROM = {"type": "prometheus", "uid": "prometheus"}
 LOKI = {"type": "loki", "uid": "loki"}
 
 # Grafana's $__rate_interval is at least 4 scrape intervals (datasource timeInterval: 5s).
 RI = "$__rate_interval"
-
-# ---------------------------------------------------------------------------------------------
-# The one selector config. Every query's label matchers are taken from here.
-# ---------------------------------------------------------------------------------------------
-SEL = {
-    # k6 series of the chosen run (benchmark dashboard: one testid; filters are multi-value).
-    "run": 'testid="$testid", workload=~"$workload", version=~"$version", threads=~"$threads"',
-    # ... restricted to the measured windows (warm-up excluded).
-    "measured": 'testid="$testid", workload=~"$workload", version=~"$version", '
-                'threads=~"$threads", warmup="false"',
-    # k6 built-ins carry only testid (and scenario).
-    "k6": 'testid="$testid"',
-    # Markers: annotations on every dashboard accept one or several testids.
-    "marker": 'testid=~"$testid"',
-    # The two runs of the comparison dashboard.
-    "run_a": 'testid="$run_a", warmup="false"',
-    "run_b": 'testid="$run_b", warmup="false"',
-    "marker_a": 'testid="$run_a"',
-    "marker_b": 'testid="$run_b"',
-    # Targets scraped by Prometheus (job names from prometheus/prometheus.yml).
-    "tidb": 'job="tidb", instance=~"$tidb_instance"',
-    "tikv": 'job="tikv", instance=~"$tikv_instance"',
-    "pd": 'job="pd"',
-    "mysql": 'job="mysqld", instance=~"$mysql_instance"',
-    "node": 'job="node", instance=~"$host"',
-    # every host of the node job (dashboards without a host variable)
-    "nodes": 'job="node"',
-    # Loki streams carry a `service` label (tidb, tikv, pd, k6, ...).
-    "logs": 'service=~"$service"',
-    # The target's processes, for its resource use: TiDB, TiKV and PD export their own process
-    # metrics; MySQL/MariaDB's come from process-exporter (job "process", one group per name).
-    "db_tidb": 'job=~"tidb|tikv|pd"',
-    "db_mysql": 'job="process", groupname=~"mariadbd|mysqld"',
-    # Which of the two a run measured, from its version label: TiDB's release starts with "v"
-    # (v8.5.6, v1.1.0-beta...+module-build), MySQL's and MariaDB's with a digit (10.11.14-MariaDB).
-    "version_tidb": 'version=~"v.*"',
-    "version_mysql": 'version!~"v.*"',
-}
 
 # Network devices that are not a host's own traffic.
 # (lo stays: on a single host the load generator and the database talk over it.)

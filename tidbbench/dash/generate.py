@@ -15,8 +15,10 @@ Only the Python standard library is used. Conventions:
 """
 import argparse
 import json
+import sys
 import os
 
+from tidbbench import ROOT
 from tidbbench.dash.databases import mysql, tidb
 from tidbbench.dash.hosts import hosts, logs
 from tidbbench.dash.run import benchmark_run, run_compare
@@ -38,9 +40,8 @@ def render(fn):
 
 
 def main(argv=None):
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # grafana/
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default=os.path.join(here, "dashboards"),
+    ap.add_argument("--out", default=str(ROOT / "grafana" / "dashboards"),
                     help="directory to write the dashboards' JSON into (default: grafana/dashboards)")
     args = ap.parse_args(argv)
     for rel, fn in DASHBOARDS.items():
@@ -51,3 +52,7 @@ def main(argv=None):
         print(path)
     return 0
 
+
+
+if __name__ == "__main__":  # python3 -m tidbbench.dash.generate
+    sys.exit(main())

@@ -149,3 +149,7 @@ def main(argv=None):
         time.sleep(3600)
     return 0
 
+
+
+if __name__ == "__main__":  # python3 -m tidbbench.dash.pingcap
+    sys.exit(main())

@@ -50,7 +50,8 @@ def render(text, contract):
     return f"{head}{BEGIN}\n{table(contract)}\n{END}{tail}"
 
 
-def main(argv):
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
     text = DOC.read_text()
     new = render(text, read_contract())
     if "--check" in argv:
@@ -63,3 +64,7 @@ def main(argv):
         print(f"wrote the option table of {DOC}")
     return 0
 
+
+
+if __name__ == "__main__":  # python3 -m tidbbench.gen.docs
+    sys.exit(main())

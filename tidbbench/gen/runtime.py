@@ -122,7 +122,8 @@ def k6_env(defn, mode):
             **{k: v for k, v in rw["env"].items() if k != "K6_OUT"}, "K6_PROMETHEUS_RW_PUSH_INTERVAL": f"{push}s"}
 
 
-def main(argv):
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
     defn = load()
     if "--prometheus-flags" in argv:
         print("\n".join(defn["prometheus"]["flags"]))
@@ -161,3 +162,7 @@ def main(argv):
         return 1
     return 0
 
+
+
+if __name__ == "__main__":  # python3 -m tidbbench.gen.runtime
+    sys.exit(main())

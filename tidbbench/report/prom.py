@@ -18,7 +18,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 
-from tidbbench.dash.base import SEL
+from tidbbench.selectors import SEL
 
 from tidbbench import ReportError, contract, sbhist
 
@@ -175,7 +175,7 @@ def resource_queries(product, testid, start_ms, end_ms):
     needs no two samples inside a short step). Target: TiDB + TiKV + PD from their process
     metrics, or mysqld/mariadbd from process-exporter; k6: the contract's
     k6_oltp_client_cpu_seconds_total."""
-    sel = SEL  # the dashboards' selector config: the one place the target's process selectors are defined
+    sel = SEL  # tidbbench/selectors.py: the one place the target's process selectors are defined
     if product == "tidb":
         metric = f"process_cpu_seconds_total{{{sel['db_tidb']}}}"
     else:

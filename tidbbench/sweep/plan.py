@@ -36,6 +36,8 @@ from pathlib import Path
 
 from tidbbench import ROOT, ReportError, contract
 from tidbbench.commands import DEFAULTS
+from tidbbench.sweep import seedplan
+from tidbbench.sweep import sweep as sw
 
 KEYS = {"workloads", "threads", "repeats", "seed", "options", "reset", "analyze", "prepare_threads", "arms",
         "admin", "description", "source", "targets", "prepare"}
@@ -185,8 +187,6 @@ def admin_password(adm):
 
 
 def run_plan(a, argv):
-    from tidbbench.sweep import seedplan
-    from tidbbench.sweep import sweep as sw
     plan = load(a.plan)
     plan, overrides, scaled = seedplan.apply(plan, a.plan, a)
     if a.repeats != 1:

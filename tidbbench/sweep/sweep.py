@@ -259,23 +259,15 @@ def save_json(path, data):
 
 
 def report_cmd(a, results, runs):
-    cmd = [sys.executable, str(ROOT / "scripts/report"), "--results", str(results)]
+    cmd = [sys.executable, "-m", "tidbbench.report.cli", "--results", str(results)]
     for flag, v in (("--out", a.out), ("--prometheus", a.prometheus), ("--grafana", a.grafana)):
         if v:
             cmd += [flag, v]
     return cmd + runs
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    try:
-        a, workloads, extra, base = parse_args(argv)
-        if a.plan:
-            from tidbbench.sweep.plan import run_plan
-            return run_plan(a, argv)
-    except ReportError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return e.code
+def run_sweep(a, workloads, extra, base, argv):
+    """One sweep (no --plan) from parse_args' result; tidbbench.sweep.cli.main calls it."""
     results = Path(a.results).resolve()
     results.mkdir(parents=True, exist_ok=True)
     sweep_id = f"sweep-{base}"
@@ -340,6 +332,3 @@ def main(argv=None):
         return 0
     return subprocess.run(report_cmd(a, results, [a.baseline, sweep_id] if a.baseline else [sweep_id])).returncode
 
-
-if __name__ == "__main__":  # scripts/sweep runs it with python -m
-    sys.exit(main())
