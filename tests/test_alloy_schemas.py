@@ -15,6 +15,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.fast
+
 CHECK = ROOT / "tests/tools/alloycheck"
 SCHEMA = json.loads((CHECK / "schema.json").read_text())
 

@@ -24,6 +24,8 @@ from pathlib import Path
 import pymysql
 import pytest
 
+pytestmark = pytest.mark.full
+
 ROOT = Path(__file__).resolve().parent.parent
 OVERRIDE = ROOT / "tests/compose-engine/compose.override.yaml"
 PROJECT = "tidb-bench"  # compose.yaml's name

@@ -13,6 +13,10 @@ import subprocess
 from composetools import (ROOT, assert_reaches, bind_mounts, container_path, dotenv, everything,
                           model, tool)
 
+import pytest
+
+pytestmark = pytest.mark.fast
+
 
 # ---------------------------------------------------------------------------------------
 # k6: the image and the service

@@ -11,6 +11,8 @@ from tidbbench import ReportError, commands, contract
 from tidbbench.report import fmt, manifest, prom
 from tidbbench.sweep import sweep
 
+pytestmark = pytest.mark.fast
+
 C = json.loads((ROOT / "k6/contract.json").read_text())
 Q = json.loads((ROOT / "contract/promql.json").read_text())
 

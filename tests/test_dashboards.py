@@ -24,6 +24,8 @@ import dashtools as dt
 from conftest import stop_process
 from tidbbench.dash import pingcap  # PingCAP's dashboards, prepared at start (tests/test_pingcap_dashboards.py)
 
+pytestmark = pytest.mark.fast
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 GRAFANA = os.path.join(ROOT, "grafana")
@@ -280,7 +282,7 @@ def test_promql_parses_with_the_stacks_prometheus(parsed, tmp_path):
 
 # ------------------------------------------------------------------------------ drift
 def test_generated_json_equals_committed_json(tmp_path):
-    subprocess.run([sys.executable, os.path.join(GRAFANA, "generate.py"), "--out", str(tmp_path)],
+    subprocess.run([sys.executable, "-m", "tidbbench.dash.generate", "--out", str(tmp_path)],
                    check=True, capture_output=True)
     generated = sorted(os.path.relpath(os.path.join(d, f), tmp_path)
                        for d, _, fs in os.walk(tmp_path) for f in fs)

@@ -8,6 +8,10 @@ import sys
 from conftest import ROOT
 from tidbbench.gen import docs as gen_docs
 
+import pytest
+
+pytestmark = pytest.mark.fast
+
 CONTRACT = json.loads((ROOT / "k6/contract.json").read_text())
 DOC = ROOT / "docs/options.md"  # the page with the generated table (gen_docs.DOC)
 

@@ -11,6 +11,10 @@ import sys
 
 from conftest import ROOT
 
+import pytest
+
+pytestmark = pytest.mark.fast
+
 
 def notice_module(root):
     """scripts/notice loaded as a module, reading the pins under `root`."""

@@ -9,6 +9,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.full
+
 
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory):
@@ -41,6 +43,6 @@ def test_help_works_on_a_fresh_clone(clone, command, usage):
 
 
 def test_bad_input_on_a_fresh_clone_is_a_clear_error(clone):
-    p = subprocess.run(["python3", "scripts/sweep", "--workloads", "oltp_nope", "--threads", "2"], cwd=clone,
+    p = subprocess.run(["scripts/sweep", "--workloads", "oltp_nope", "--threads", "2"], cwd=clone,
                        env=fresh_env(), capture_output=True, text=True, timeout=900)
     assert p.returncode == 2 and "unknown workload 'oltp_nope'" in p.stderr and "oltp_point_select" in p.stderr

@@ -11,6 +11,8 @@ import pytest
 
 from conftest import TARGETS, fresh_db, k6, password, run_testid, sql, summary
 
+pytestmark = pytest.mark.full
+
 SECONDS = 2  # what is compared is per event (queries by kind) and per tool (the invariants)
 ROWS = 5000
 

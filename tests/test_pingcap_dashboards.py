@@ -32,6 +32,8 @@ from conftest import ROOT, prom_wait
 from tidbbench.dash import base as generate  # annotations(): the run annotations our dashboards carry
 from tidbbench.dash import pingcap
 
+pytestmark = pytest.mark.fast
+
 PROM = "http://127.0.0.1:9090"
 
 
@@ -155,12 +157,13 @@ def test_compose_prepares_the_initializer_images_dashboards_of_tidb_version():
     svc = m["services"]["pingcap-dashboards"]
     assert svc["depends_on"]["pingcap-dashboards-src"]["condition"] == "service_completed_successfully"
     cmd = svc["command"]
-    assert cmd[:2] == ["python3", "/opt/tbs/tidbbench/dash/pingcap.py"]
+    assert cmd[:3] == ["python3", "-m", "tidbbench.dash.pingcap"] and svc["working_dir"] == "/opt/tbs"
     src = cmd[cmd.index("--src") + 1]
     out = cmd[cmd.index("--out") + 1]
     mounts = {v["target"]: v for v in svc["volumes"]}
     assert mounts[src]["source"] == src_vol["source"] and mounts[src]["read_only"]
-    assert mounts["/opt/tbs/grafana"]["source"] == str(ROOT / "grafana") and mounts["/opt/tbs/grafana"]["read_only"]
+    pkg = mounts["/opt/tbs/tidbbench"]
+    assert pkg["source"] == str(ROOT / "tidbbench") and pkg["read_only"]
     assert mounts[out]["type"] == "volume"
     g = m["services"]["grafana"]
     assert g["depends_on"]["pingcap-dashboards"]["condition"] == "service_completed_successfully"
@@ -234,6 +237,7 @@ def tidb_run(read_write_runs):
     return m["run_start"] / 1000, m["run_end"] / 1000
 
 
+@pytest.mark.full
 def test_share_of_official_panels_with_data_after_a_run(prepared, tidb_run, capsys):
     _, dashes, _ = prepared
     start, end = tidb_run

@@ -23,6 +23,8 @@ from test_report_helpers import (GOLDEN, chromium_screenshot, count_color, decod
                                  ink_fraction, k6_summary_table, md_tables_after, prometheus_replay, run_report,
                                  run_sweep)
 
+pytestmark = pytest.mark.full
+
 GOLDEN_ENV = {"SOURCE_DATE_EPOCH": "1795400000", "TBS_STACK_VERSION": "golden (fixed for the test)",
               "GRAFANA_URL": "", "GRAFANA_TOKEN": "", "TBS_PROM_RECORD": ""}
 BLUE, RED = (0x1f, 0x77, 0xb4), (0xd6, 0x27, 0x28)  # the charts' baseline and candidate colours

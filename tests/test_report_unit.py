@@ -14,6 +14,8 @@ from tidbbench import commands
 from tidbbench.report.fmt import short_version, workload_name
 from tidbbench.report.manifest import resolve
 
+pytestmark = pytest.mark.fast
+
 
 def k6_help_defaults():
     """name -> default text, as our k6 itself prints them (`-e help=1`: k6/lib/config.js's view)."""

@@ -23,6 +23,8 @@ from tidbbench.report.loadgen import usable_cores
 from tidbbench.report.prom import Prometheus, run_figures
 from test_report_helpers import md_tables_after, run_report
 
+pytestmark = pytest.mark.full
+
 @pytest.fixture(scope="module")
 def runs(read_write_runs):
     """conftest.py's two oltp_read_write runs (TiDB; MariaDB at a fixed rate), with the scrapes

@@ -15,6 +15,10 @@ from conftest import LOKI, ROOT, STATE
 from tidbbench.gen import runtime as gen_runtime
 from test_compose import model
 
+import pytest
+
+pytestmark = pytest.mark.fast
+
 DEFN = json.loads((ROOT / "runtime/stack.json").read_text())
 MODES = DEFN["modes"]
 # labels only one mode can have: which compose profile a target needs
@@ -88,6 +92,7 @@ def proc_cmdline(pidfile):
     return (ROOT / f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
 
 
+@pytest.mark.full
 def test_local_prometheus_runs_with_the_definitions_flags(stack):
     cmd = proc_cmdline("prometheus.pid")
     assert "prometheus" in cmd[0]
@@ -101,6 +106,7 @@ def k6_env(mode):
     return dict(line.split("=", 1) for line in p.stdout.splitlines())
 
 
+@pytest.mark.full
 def test_k6_remote_write_is_the_same_in_both_modes_with_the_contracts_push_interval(stack):
     push = json.loads((ROOT / "k6/contract.json").read_text())["timing"]["push_interval_s"]
     local, compose = k6_env("local"), k6_env("compose")
@@ -144,6 +150,7 @@ def test_log_labels_are_the_same_in_both_modes():
     assert model("k6")["services"]["k6"]["environment"]["TBS_RUN_LOGS"] == runs["compose"]
 
 
+@pytest.mark.full
 def test_local_logs_arrive_with_the_definitions_labels(stack):
     with urllib.request.urlopen(f"{LOKI}/loki/api/v1/labels", timeout=10) as r:
         names = set(json.load(r)["data"])
@@ -157,6 +164,7 @@ def test_local_logs_arrive_with_the_definitions_labels(stack):
     assert "tidb" in seen and seen <= set(DEFN["logs"]["local"]) | {DEFN["logs"]["runs"]["service"]}, seen
 
 
+@pytest.mark.full
 def test_a_runs_k6_lines_arrive_with_its_testid(stack):
     """scripts/k6 writes a run's lines to logs/k6-runs/<testid>.log too; promtail ships them as
     service k6-run with the label testid, which the Logs dashboard's run panel selects on."""
@@ -214,6 +222,7 @@ def test_ports_are_one_set_for_both_modes():
     assert both >= 4  # tidb, prometheus, loki, grafana
 
 
+@pytest.mark.full
 def test_the_local_services_listen_on_the_definitions_ports(stack):
     import socket
     for svc in ("tidb", "tidb_status", "mariadb", "prometheus", "loki", "node_exporter", "promtail",

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -27,6 +26,8 @@ from conftest import ROOT
 
 from tidbbench import ReportError
 from tidbbench.sweep import plan as planmod, seedplan
+
+pytestmark = pytest.mark.fast
 
 SEEDS = Path(os.environ.get("TBS_SEEDS_DIR") or ROOT.parent / "shared" / "seeds")  # beside the checkout
 PLANS = sorted((ROOT / "plans").glob("seed-*.json"))
@@ -235,7 +236,7 @@ def test_set_global_only_on_the_targets_of_the_arms_that_name_it():
 # ---------------------------------------------------------------- bad input on the command line
 
 def sweep(*a, timeout=120):
-    return subprocess.run([sys.executable, str(ROOT / "scripts/sweep"), *a], capture_output=True, text=True,
+    return subprocess.run([str(ROOT / "scripts/sweep"), *a], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
 
 
@@ -266,6 +267,7 @@ def test_scale_and_arm_target_need_a_plan(tmp_path):
 
 # ---------------------------------------------------------------- on the local stack
 
+@pytest.mark.full
 def test_seed_plan_small_end_to_end(stack, tmp_path):
     """plans/seed-v2.0-vs-v1.0.json (no SET GLOBAL, so nothing another test on the shared TiDB
     sees) at --scale 0.0001: 32 tables x 1,000 rows prepared once by the plan, point select at 1
@@ -310,6 +312,7 @@ def tidb_globals(names):
     return {n: str(tidb_root(f"SELECT @@GLOBAL.{n}")[0][0]) for n in names}
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("path", SET_GLOBAL_PLANS, ids=[p.stem for p in SET_GLOBAL_PLANS])
 def test_seed_plans_with_set_global_run_small(stack, tmp_path, path):
     """Each seed plan that sets TiDB variables, run as a user would at the smallest scale (its

@@ -22,6 +22,8 @@ from conftest import ROOT, fresh_db, k6, run_testid, sql, summary, tidb_root
 
 from tidbbench.report import manifest, statements
 
+pytestmark = pytest.mark.fast
+
 # -- the snapshot arithmetic of k6/lib/statements.js
 
 JS = """
@@ -273,6 +275,7 @@ def tidb_ab(stack):
     sql("tidb", f"DROP DATABASE {db}")
 
 
+@pytest.mark.full
 def test_tidb_step_statements_count_what_k6_counted(tidb_ab):
     for m in tidb_ab:
         (step,) = m["steps"]
@@ -295,6 +298,7 @@ def test_tidb_step_statements_count_what_k6_counted(tidb_ab):
     assert "TableFullScan" in xb["plan"] and "k_1" not in xb["plan"]
 
 
+@pytest.mark.full
 def test_tidb_a_vs_b_report_names_the_plan_change(tidb_ab, tmp_path):
     a, b = tidb_ab
     out = tmp_path / "ab"
@@ -318,6 +322,7 @@ def test_tidb_a_vs_b_report_names_the_plan_change(tidb_ab, tmp_path):
         assert f"| {x['executions']} |" in md
 
 
+@pytest.mark.full
 def test_mariadb_says_why_there_are_no_statements(stack):
     db = fresh_db("mariadb", "sbtest_stmts")
     common = ["-e", "mysql_port=3306", "-e", f"mysql_db={db}", "-e", "tables=1", "-e", "table_size=1000"]
@@ -336,6 +341,7 @@ def test_mariadb_says_why_there_are_no_statements(stack):
         sql("mariadb", f"DROP DATABASE {db}", db)
 
 
+@pytest.mark.full
 def test_tidb_without_its_statement_summary_says_why(stack):
     """tidb_enable_stmt_summary OFF (a global, put back afterwards): the run goes on, and its
     step says why it has no statements instead of listing nothing."""
