@@ -1,6 +1,6 @@
 """Static checks of the Grafana dashboards and their provisioning (issue #5).
 
-No service is needed, but the real parsers are: grafana/exprcheck (Go: the PromQL parser of the
+No service is needed, but the real parsers are: tests/tools/exprcheck (Go: the PromQL parser of the
 Prometheus release the stack runs, and Loki's LogQL parser; built on first use) and promtool (of the Prometheus the stack runs:
 bin/promtool, else Debian's `prometheus` package). A missing tool fails these tests; it does not skip them.
 The one test that skips is the Grafana server test, when no grafana-server is on PATH.
@@ -231,7 +231,7 @@ def test_exprcheck_parses_promql_with_the_stacks_prometheus_version():
     with open(os.path.join(dt.EXPRCHECK_DIR, "go.mod"), encoding="utf-8") as f:
         mod = re.search(r"^\s*github.com/prometheus/prometheus (\S+)", f.read(), re.M)
     assert mod and mod.group(1) == m.group(1), \
-        f"grafana/exprcheck/go.mod has prometheus {mod and mod.group(1)}, the stack runs {m.group(1)}"
+        f"tests/tools/exprcheck/go.mod has prometheus {mod and mod.group(1)}, the stack runs {m.group(1)}"
 
 
 @pytest.mark.parametrize("lang,at_least", [("promql", 101), ("logql", 3)])

@@ -111,7 +111,7 @@ def test_gofmt_k6():
     assert p.returncode == 0 and p.stdout == "", p.stdout + p.stderr
 
 
-@pytest.mark.parametrize("module", ["tests/tools/alloycheck", "grafana/exprcheck", "k6"])
+@pytest.mark.parametrize("module", ["tests/tools/alloycheck", "tests/tools/exprcheck", "k6"])
 def test_go_vet(module):
     assert module in go_modules()
     env = dict(os.environ, GOFLAGS="-mod=mod", GOTOOLCHAIN="local")

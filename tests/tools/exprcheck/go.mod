@@ -1,4 +1,4 @@
-module tidb-bench-stack/grafana/exprcheck
+module tidb-bench-stack/tests/tools/exprcheck
 
 go 1.26.5
 
