@@ -16,7 +16,7 @@ import subprocess
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GRAFANA = os.path.join(ROOT, "grafana")
 DASHBOARDS_DIR = os.path.join(GRAFANA, "dashboards")
-EXPRCHECK_DIR = os.path.join(GRAFANA, "exprcheck")
+EXPRCHECK_DIR = os.path.join(ROOT, "tests", "tools", "exprcheck")
 
 
 def cache_dir():
