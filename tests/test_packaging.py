@@ -30,7 +30,7 @@ def fresh_env():
 @pytest.mark.parametrize("command,usage", [("scripts/report", "usage: scripts/report"),
                                            ("scripts/sweep", "usage: scripts/sweep")])
 def test_help_works_on_a_fresh_clone(clone, command, usage):
-    p = subprocess.run(["python3", command, "--help"], cwd=clone, env=fresh_env(), capture_output=True, text=True,
+    p = subprocess.run([command, "--help"], cwd=clone, env=fresh_env(), capture_output=True, text=True,
                        timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.startswith(usage), p.stdout[:500]
