@@ -35,9 +35,10 @@ def test_help_works_on_a_fresh_clone(clone, command, usage):
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.startswith(usage), p.stdout[:500]
     venv = clone / ".stack/venv"
-    # the command made the clone's own venv, with tidbbench installed editable from the clone
+    # the command made the clone's own venv, with tidbbench installed editable from the clone (asked
+    # from /: run from a checkout's root, Python would import that checkout's tidbbench/ as it stands)
     q = subprocess.run([str(venv / "bin/python"), "-c", "import tidbbench; print(tidbbench.ROOT)"],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=60, cwd="/")
     assert q.stdout.strip() == str(clone), q.stderr
     assert (venv / "bin" / ("tbs-" + command.split("/")[1])).is_file()
 
