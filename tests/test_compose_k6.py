@@ -101,6 +101,7 @@ def test_k6_image_runtime_stage():
     assert set(k for k in env if k[0].islower()) <= k6_option_names()
 
 
+@pytest.mark.full
 def test_k6_image_build_stage_builds_our_k6_from_the_repo(tmp_path):
     """Runs the Dockerfile's build stage on the repo: its COPYs into a scratch build context
     of k6/, then its RUN commands, the `go build` writing to a temp file; the binary must be
