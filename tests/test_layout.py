@@ -109,6 +109,10 @@ def test_the_package_has_its_modules():
 def test_no_import_cycle():
     found = cycles(graph(modules()))
     assert not found, f"import cycles in {PKG}/ (move the shared part to a module of its own): {found}"
+    tools = modules(ROOT / "tools", "tbstools")
+    assert "tbstools.faultkit" in tools
+    found = cycles(graph(tools))
+    assert not found, f"import cycles in tools/tbstools: {found}"
 
 
 def test_the_cycle_check_finds_a_cycle_hidden_in_a_function(tmp_path):
