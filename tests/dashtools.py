@@ -3,7 +3,7 @@ test_pingcap_dashboards, test_resources) and scripts/test-setup.d/50-dashboards.
 
 Reads the generated dashboards, lists every query they run (panel targets, annotations and
 variable queries), substitutes Grafana's variables with concrete values, and drives the
-exprcheck parser (grafana/exprcheck, the real PromQL and LogQL parsers).
+exprcheck parser (tests/tools/exprcheck, the real PromQL and LogQL parsers).
 """
 import glob
 import hashlib
@@ -16,7 +16,7 @@ import subprocess
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GRAFANA = os.path.join(ROOT, "grafana")
 DASHBOARDS_DIR = os.path.join(GRAFANA, "dashboards")
-EXPRCHECK_DIR = os.path.join(GRAFANA, "exprcheck")
+EXPRCHECK_DIR = os.path.join(ROOT, "tests", "tools", "exprcheck")
 
 
 def cache_dir():
@@ -163,7 +163,7 @@ def exprcheck_binary():
         return path
     go = shutil.which("go") or ("/usr/local/go/bin/go" if os.path.exists("/usr/local/go/bin/go") else None)
     if not go:
-        raise RuntimeError("go is not installed: it is needed to build grafana/exprcheck "
+        raise RuntimeError("go is not installed: it is needed to build tests/tools/exprcheck "
                            "(scripts/test-setup.d/50-dashboards.sh installs what it needs)")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     subprocess.run([go, "build", "-trimpath", "-o", path + ".tmp", "."], cwd=EXPRCHECK_DIR,

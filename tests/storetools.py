@@ -1,7 +1,7 @@
 """Helpers (no tests here) for the history store's tests (test_history_store, test_history_dashboard):
 the local stack's PostgreSQL (service history_db, started by `scripts/stack up`), a database of
 the test's own made with the real compose/history/roles.sql, and an index (SQLite) made with the
-one table spec (tbsreport/historyschema.py) holding synthetic runs."""
+one table spec (tidbbench/history/schema.py) holding synthetic runs."""
 import os
 import socket
 import sqlite3
@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import psycopg
 
 from conftest import ROOT, STATE
-from tbsreport import historyschema
+from tidbbench.history import schema as historyschema
 
 PORT = None
 
@@ -21,7 +21,7 @@ PORT = None
 def port():
     global PORT
     if PORT is None:
-        out = subprocess.run(["python3", str(ROOT / "scripts/lib/gen_runtime.py"), "--ports"],
+        out = subprocess.run(["python3", "-m", "tidbbench.gen.runtime", "--ports"],
                              capture_output=True, text=True, check=True).stdout
         PORT = int(dict(line.split("=", 1) for line in out.splitlines())["history_db"])
     return PORT

@@ -16,6 +16,8 @@ import pytest
 
 from conftest import ROOT, fresh_db, k6, password, sql
 
+pytestmark = pytest.mark.full
+
 DB = "sbtest_badin"
 ROWS = 100
 WORKLOADS = "oltp_point_select, oltp_read_only, oltp_read_write"

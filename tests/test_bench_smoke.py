@@ -11,6 +11,8 @@ import pytest
 
 from conftest import ROOT, STATE
 
+pytestmark = pytest.mark.full
+
 NUM = r"[-+]?\d+(?:\.\d+)?"
 DB = "sbtest_bench_smoke"
 TINY = ["--targets", "tidb", "--threads", "2", "--seconds", "1", "--rounds", "1", "--tables", "1",

@@ -28,6 +28,8 @@ from conftest import stop_process
 from composetools import (CLUSTER_ONLY, DEFAULT_SERVICES, ROOT, assert_reaches, compose,
                           compose_env, container_path, dotenv, everything, free_port, model, tool)
 
+pytestmark = pytest.mark.fast
+
 
 # ---------------------------------------------------------------------------------------
 # docker compose config
@@ -335,6 +337,7 @@ def test_seed_config_carries_the_seed_reports_parameters():
         assert "CREATE DATABASE IF NOT EXISTS sbtest" in (ROOT / "compose/config" / s / "init.sql").read_text()
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("config_set", ["default", "seed"])
 def test_tidb_starts_with_the_compose_flags_and_runs_init_sql(tmp_path, config_set):
     """tidb-server (our module build) runs with the compose service's own flags (storage and

@@ -32,6 +32,8 @@ import pytest
 
 from doccmds import compose_commands
 
+pytestmark = pytest.mark.full
+
 ROOT = Path(__file__).resolve().parent.parent
 OVERRIDE = ROOT / "tests/compose-engine/compose.override.yaml"
 PROJECT = "tidb-bench"  # compose.yaml's name
@@ -306,7 +308,7 @@ def test_the_history_store_takes_a_push_and_its_reader_only_reads(stack, tmp_pat
     import psycopg
 
     import storetools as ht
-    from tbsreport import historypg
+    from tidbbench.history import pg as historypg
     c, _ = stack
     login = c.run("run", "--rm", "--no-deps", "secrets", "login").stdout
     pw = dict(re.findall(r"user (\w+)\s+password (\S+)", login))

@@ -13,6 +13,10 @@ import yaml
 from composetools import (HOST_PATHS, ONE_SHOTS, ROOT, assert_reaches, bind_mounts, container_path,
                           dotenv, everything, model)
 
+import pytest
+
+pytestmark = pytest.mark.fast
+
 
 # ---------------------------------------------------------------------------------------
 # the compose model: targets, mounts, health, ports, limits

@@ -8,7 +8,12 @@ import pytest
 
 from conftest import ROOT
 
-from tbsreport import ReportError, commands, contract, fmt, gen_docs, manifest, plan, prom, sweep
+from tidbbench import ReportError, commands, contract
+from tidbbench.report import fmt, manifest, prom
+from tidbbench.gen import docs as gen_docs
+from tidbbench.sweep import plan, sweep
+
+pytestmark = pytest.mark.fast
 
 C = json.loads((ROOT / "k6/contract.json").read_text())
 Q = json.loads((ROOT / "contract/promql.json").read_text())

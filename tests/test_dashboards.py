@@ -1,6 +1,6 @@
 """Static checks of the Grafana dashboards and their provisioning (issue #5).
 
-No service is needed, but the real parsers are: grafana/exprcheck (Go: the PromQL parser of the
+No service is needed, but the real parsers are: tests/tools/exprcheck (Go: the PromQL parser of the
 Prometheus release the stack runs, and Loki's LogQL parser; built on first use) and promtool (of the Prometheus the stack runs:
 bin/promtool, else Debian's `prometheus` package). A missing tool fails these tests; it does not skip them.
 The one test that skips is the Grafana server test, when no grafana-server is on PATH.
@@ -22,7 +22,9 @@ import yaml
 
 import dashtools as dt
 from conftest import stop_process
-from tbsdash import pingcap  # PingCAP's dashboards, prepared at start (tests/test_pingcap_dashboards.py)
+from tidbbench.dash import pingcap  # PingCAP's dashboards, prepared at start (tests/test_pingcap_dashboards.py)
+
+pytestmark = pytest.mark.fast
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -239,7 +241,7 @@ def test_exprcheck_parses_promql_with_the_stacks_prometheus_version():
     with open(os.path.join(dt.EXPRCHECK_DIR, "go.mod"), encoding="utf-8") as f:
         mod = re.search(r"^\s*github.com/prometheus/prometheus (\S+)", f.read(), re.M)
     assert mod and mod.group(1) == m.group(1), \
-        f"grafana/exprcheck/go.mod has prometheus {mod and mod.group(1)}, the stack runs {m.group(1)}"
+        f"tests/tools/exprcheck/go.mod has prometheus {mod and mod.group(1)}, the stack runs {m.group(1)}"
 
 
 @pytest.mark.parametrize("lang,at_least", [("promql", 101), ("logql", 3)])
@@ -290,15 +292,15 @@ def test_promql_parses_with_the_stacks_prometheus(parsed, tmp_path):
 
 # ------------------------------------------------------------------------------ drift
 def test_generated_json_equals_committed_json(tmp_path):
-    subprocess.run([sys.executable, os.path.join(GRAFANA, "generate.py"), "--out", str(tmp_path)],
+    subprocess.run([sys.executable, "-m", "tidbbench.dash.generate", "--out", str(tmp_path)],
                    check=True, capture_output=True)
     generated = sorted(os.path.relpath(os.path.join(d, f), tmp_path)
                        for d, _, fs in os.walk(tmp_path) for f in fs)
     committed = sorted(os.path.relpath(f, dt.DASHBOARDS_DIR) for f in dt.dashboard_files())
-    assert generated == committed, "run python3 grafana/generate.py and commit the result"
+    assert generated == committed, "run python3 -m tidbbench.dash.generate and commit the result"
     for rel in generated:
         with open(tmp_path / rel, encoding="utf-8") as a, open(os.path.join(dt.DASHBOARDS_DIR, rel), encoding="utf-8") as b:
-            assert a.read() == b.read(), f"{rel} drifted from grafana/generate.py: regenerate and commit"
+            assert a.read() == b.read(), f"{rel} drifted from tidbbench/dash/generate.py: regenerate and commit"
 
 
 # ------------------------------------------------------------------------------ annotations, variables

@@ -17,6 +17,8 @@ import urllib.request
 
 import pytest
 
+pytestmark = pytest.mark.full
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 import dashtools as dt  # noqa: E402
 

@@ -27,6 +27,8 @@ import pytest
 
 from doccmds import ROOT, blocks, sh_blocks
 
+pytestmark = pytest.mark.fast
+
 DB = "sbtest_docs_cmd"
 # Known failures: a text of the command -> (the error it stops with, why). Strict, so the test
 # fails (XPASS) once the fix lands and the entry must go; a block that fails with any other error
@@ -155,6 +157,7 @@ def fill(cmd, runs):
     return cmd
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("block", runnable())
 def test_documented_block_runs_as_written(docenv, block):
     script = ["set -euo pipefail"]

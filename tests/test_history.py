@@ -14,7 +14,9 @@ import pytest
 
 import historytools as ht
 from conftest import ROOT
-from tbsreport import history, historycp, historystore
+from tidbbench.history import cli as history, cp as historycp, store as historystore
+
+pytestmark = pytest.mark.fast
 
 
 
@@ -347,8 +349,8 @@ def test_the_quality_tool_measures_what_it_says(tmp_path, capsys):
 
 def test_a_merged_multi_instance_run_is_one_run(tmp_path, capsys):
     """Two instances of a split run (each a copy of a recorded manifest as one process' share),
-    merged by tbsreport/merge.py: ingested as one run, its QPS the sum, the instance files skipped."""
-    from tbsreport import merge
+    merged by tidbbench/merge.py: ingested as one run, its QPS the sum, the instance files skipped."""
+    from tidbbench import merge
     res = tmp_path / "results"
     res.mkdir()
     base = ht.manifest(0, 1000.0)

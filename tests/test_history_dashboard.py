@@ -11,7 +11,9 @@ import pytest
 
 import dashtools as dt_
 import storetools as ht
-from tbsreport import historypg
+from tidbbench.history import pg as historypg
+
+pytestmark = pytest.mark.full
 
 FROM, TO = "2026-10-20T00:00:00Z", "2026-11-25T00:00:00Z"
 CP_EVIDENCE = ("QPS 8,060 -> 7,820 (-3.0%, 95% CI -3.6..-2.4), p=0.0004, 5 runs each side\n"

@@ -13,7 +13,10 @@ import json
 import time
 
 from conftest import fresh_db, k6, sql, tidb_root
-from tbsreport import history
+from tidbbench.history import cli as history
+import pytest
+
+pytestmark = pytest.mark.full
 
 VAR, VALUE = "tidb_opt_index_lookup_cost_factor", 1000000
 RUNS, FLIP = 6, 3

@@ -1,4 +1,4 @@
-"""Issue #29: the team's history store. `push` (tbsreport/historypg.py) against the REAL
+"""Issue #29: the team's history store. `push` (tidbbench/history/pg.py) against the REAL
 PostgreSQL the local stack starts (service history_db), in a database of the test's own made
 with the real compose/history/roles.sql; the index is an SQLite file made here with the one
 table spec and synthetic runs."""
@@ -13,7 +13,10 @@ import pytest
 
 import storetools as ht
 from conftest import ROOT, STATE
-from tbsreport import ReportError, historypg, historyschema
+from tidbbench import ReportError
+from tidbbench.history import pg as historypg, schema as historyschema
+
+pytestmark = pytest.mark.full
 
 
 @pytest.fixture(scope="module")
@@ -250,7 +253,7 @@ start() {{
   for i in $(seq 100); do {pg_bin}/pg_isready -q -h 127.0.0.1 -d tbs_history && break; sleep 0.2; done
 }}
 start
-{sys.executable} -c 'import sys; from tbsreport import historypg; print("pushed", historypg.push(sys.argv[1], sys.argv[2]))' {idx} {conninfo}
+{sys.executable} -c 'import sys; from tidbbench.history import pg as historypg; print("pushed", historypg.push(sys.argv[1], sys.argv[2]))' {idx} {conninfo}
 kill -INT $pid; wait $pid || true
 start
 PGPASSWORD=$READER psql -X -A -t -h 127.0.0.1 -U tbs_history_reader -d tbs_history \\
@@ -282,7 +285,7 @@ def test_apache_otava_reads_the_store(own_db, tmp_path):
     import importlib.util
     import sys
     if importlib.util.find_spec("otava") is None:
-        pytest.skip("Apache Otava is not in this venv (scripts/lib/tbsreport/requirements.txt pins it with "
+        pytest.skip("Apache Otava is not in this venv (tidbbench/requirements.txt pins it with "
                     "scripts/history): Otava's reading of the store is not checked (not counted)")
     name, conninfo = own_db
     runs = [ht.run_row(i, version="v8.5.6" if i < 8 else "v8.5.7") for i in range(16)]
@@ -301,14 +304,14 @@ def test_apache_otava_reads_the_store(own_db, tmp_path):
 
 
 def test_the_core_index_has_the_tables_the_store_mirrors(tmp_path):
-    """One table spec: the index scripts/history writes (tbsreport/historystore.py) has exactly the
-    columns of tbsreport/historyschema.py, in order, so push mirrors every one of them."""
+    """One table spec: the index scripts/history writes (tidbbench/history/store.py) has exactly the
+    columns of tidbbench/history/schema.py, in order, so push mirrors every one of them."""
     import importlib.util
     import sqlite3
-    if importlib.util.find_spec("tbsreport.historystore") is None:
-        pytest.skip("tbsreport/historystore.py (scripts/history's index) is not in this tree: the two table "
+    if importlib.util.find_spec("tidbbench.history.store") is None:
+        pytest.skip("tidbbench/history/store.py (scripts/history's index) is not in this tree: the two table "
                     "definitions are not compared (not counted)")
-    from tbsreport import historystore
+    from tidbbench.history import store as historystore
     db = tmp_path / "history.sqlite"
     historystore.connect(db, create=True).close()
     with sqlite3.connect(db) as c:

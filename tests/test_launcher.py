@@ -18,6 +18,9 @@ import subprocess
 import time
 
 from conftest import ROOT, STATE, fresh_db
+import pytest
+
+pytestmark = pytest.mark.fast
 
 CORE = "k6/ext/launch/testid.go"
 # the ways a testid was made: a timestamp format (Go's layout, strftime/date's, JS's UTC getters)
@@ -108,6 +111,7 @@ def cmdlines(root):
     return out
 
 
+@pytest.mark.full
 def test_benchmark_another_database_with_the_stack_up(stack, tmp_path):
     """README's command (issue 28): the user's host, port, user and password file win over the
     stack's settings, which give k6 the sbtest password too."""

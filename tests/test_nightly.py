@@ -16,9 +16,11 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from tbsreport import plan as planmod
+from tidbbench.sweep import plan as planmod
 
 from test_k8s import check_jsonschema, kubernetes_validate, testrun_schema  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.fast
 
 NIGHTLY = ROOT / "scripts/nightly"
 DRIVER = ROOT / "k8s/nightly/tbs-nightly"

@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from conftest import TARGETS, fresh_db, k6, password, run_testid, sql, summary
-from tbsreport import contract
+from tidbbench import contract
 
 SYSBENCH_LUA = Path("/usr/share/sysbench")
+
+pytestmark = pytest.mark.full
 SECONDS = 2  # what is compared is per event (queries by kind) and per tool (the invariants)
 ROWS = 5000
 

@@ -24,6 +24,8 @@ from test_report_helpers import (GOLDEN, chromium_screenshot, count_color, decod
                                  ink_fraction, k6_summary_table, md_tables_after, prometheus_replay, run_report,
                                  run_sweep)
 
+pytestmark = pytest.mark.fast
+
 GOLDEN_ENV = {"SOURCE_DATE_EPOCH": "1795400000", "TBS_STACK_VERSION": "golden (fixed for the test)",
               "GRAFANA_URL": "", "GRAFANA_TOKEN": "", "TBS_PROM_RECORD": ""}
 BLUE, RED = (0x1f, 0x77, 0xb4), (0xd6, 0x27, 0x28)  # the charts' baseline and candidate colours
@@ -123,6 +125,7 @@ def test_out_folder_that_is_not_a_report_is_refused(tmp_path):
     assert leftovers(tmp_path, "mine") == ["mine"]
 
 
+@pytest.mark.full
 def test_rewriting_a_report_replaces_it(tmp_path):
     out = tmp_path / "again"
     with prometheus_replay() as prom:
@@ -161,6 +164,7 @@ def maria_sweep(stack, tidb_run, tmp_path_factory):
     return f"sweep-{sid}", manifest, out, p
 
 
+@pytest.mark.full
 def test_single_run_report_matches_k6_summary(tidb_run, tmp_path):
     testid, stdout = tidb_run
     out = RESULTS / f"report-{testid}"  # the default folder
@@ -212,6 +216,7 @@ def test_single_run_report_matches_k6_summary(tidb_run, tmp_path):
         shutil.rmtree(out, ignore_errors=True)
 
 
+@pytest.mark.full
 def test_sweep_writes_manifest_and_runs(maria_sweep):
     sid, manifest, out, p = maria_sweep
     assert manifest["sweep"] == sid and manifest["status"] == "complete"
@@ -225,6 +230,7 @@ def test_sweep_writes_manifest_and_runs(maria_sweep):
     assert "ANALYZE TABLE sbtest2" in p.stdout and "command=cleanup" in p.stdout
 
 
+@pytest.mark.full
 def test_comparison_report_table_and_percent_column(maria_sweep, tidb_run, tmp_path):
     sid, manifest, out, _ = maria_sweep
     md = (out / "report.md").read_text()
@@ -280,6 +286,7 @@ def test_unknown_testid(tmp_path):
     # a testid that is a path: tests/test_bad_input_all.py (report-path)
 
 
+@pytest.mark.full
 def test_testid_without_data_in_prometheus(stack, tmp_path):
     """A real run that did not write to Prometheus (K6_OUT empty): its manifest exists,
     Prometheus has nothing in its time range."""
@@ -299,6 +306,7 @@ def test_testid_without_data_in_prometheus(stack, tmp_path):
     assert not [x for x in RESULTS.iterdir() if x.name.startswith(f".report-{testid}")]
 
 
+@pytest.mark.full
 def test_two_runs_without_a_common_workload(tidb_run, maria_sweep, tmp_path):
     read_only = maria_sweep[1]["runs"][1]["testid"]
     p = run_report("--out", str(tmp_path / "r"), tidb_run[0], read_only)
@@ -308,6 +316,7 @@ def test_two_runs_without_a_common_workload(tidb_run, maria_sweep, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.full
 def test_unreachable_prometheus(tidb_run, tmp_path):
     p = run_report("--prometheus", "http://127.0.0.1:9", "--out", str(tmp_path / "r"), tidb_run[0])
     assert p.returncode == 1 and "cannot reach Prometheus at http://127.0.0.1:9" in p.stderr, p.stderr

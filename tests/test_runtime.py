@@ -1,5 +1,5 @@
 """Issue 10: one runtime definition (runtime/stack.json) for both modes. The per-mode files are
-generated from it (scripts/lib/gen_runtime.py); the two modes' Prometheus configs (jobs, target
+generated from it (tidbbench/gen/runtime.py); the two modes' Prometheus configs (jobs, target
 labels, flags), k6's remote-write settings and the log labels are equivalent, in the files and in
 the running local stack and the resolved compose model."""
 import copy
@@ -12,8 +12,12 @@ import urllib.request
 import yaml
 
 from conftest import LOKI, ROOT, STATE
-from tbsreport import gen_runtime
+from tidbbench.gen import runtime as gen_runtime
 from test_compose import model
+
+import pytest
+
+pytestmark = pytest.mark.fast
 
 DEFN = json.loads((ROOT / "runtime/stack.json").read_text())
 MODES = DEFN["modes"]
@@ -22,7 +26,7 @@ MODE_ONLY_LABELS = {"compose": {"compose_profile"}, "local": set()}
 
 
 def gen(*args):
-    return subprocess.run([sys.executable, str(ROOT / "scripts/lib/gen_runtime.py"), *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "tidbbench.gen.runtime", *args], capture_output=True,
                           text=True, timeout=60)
 
 
@@ -112,6 +116,7 @@ def proc_cmdline(pidfile):
     return (ROOT / f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
 
 
+@pytest.mark.full
 def test_local_prometheus_runs_with_the_definitions_flags(stack):
     cmd = proc_cmdline("prometheus.pid")
     assert "prometheus" in cmd[0]
@@ -125,6 +130,7 @@ def k6_env(mode):
     return dict(line.split("=", 1) for line in p.stdout.splitlines())
 
 
+@pytest.mark.full
 def test_k6_remote_write_is_the_same_in_both_modes_with_the_contracts_push_interval(stack):
     push = json.loads((ROOT / "k6/contract.json").read_text())["timing"]["push_interval_s"]
     local, compose = k6_env("local"), k6_env("compose")
@@ -168,6 +174,7 @@ def test_log_labels_are_the_same_in_both_modes():
     assert model("k6")["services"]["k6"]["environment"]["TBS_RUN_LOGS"] == runs["compose"]
 
 
+@pytest.mark.full
 def test_local_logs_arrive_with_the_definitions_labels(stack):
     with urllib.request.urlopen(f"{LOKI}/loki/api/v1/labels", timeout=10) as r:
         names = set(json.load(r)["data"])
@@ -181,6 +188,7 @@ def test_local_logs_arrive_with_the_definitions_labels(stack):
     assert "tidb" in seen and seen <= set(DEFN["logs"]["local"]) | {DEFN["logs"]["runs"]["service"]}, seen
 
 
+@pytest.mark.full
 def test_a_runs_k6_lines_arrive_with_its_testid(stack):
     """scripts/k6 writes a run's lines to logs/k6-runs/<testid>.log too; promtail ships them as
     service k6-run with the label testid, which the Logs dashboard's run panel selects on."""
@@ -214,7 +222,7 @@ def test_grafana_gets_the_same_settings_in_both_modes():
     stack = (ROOT / "scripts/stack").read_text()
     start = stack[stack.index("start_grafana() {"):]
     start = start[:start.index("\n}\n")]
-    assert "gen_runtime.py\" --grafana-env" in start
+    assert "tbs_py tidbbench.gen.runtime --grafana-env" in start
     assert not [k for k in shared if k in start], "scripts/stack sets a shared Grafana setting itself"
 
 
@@ -238,6 +246,7 @@ def test_ports_are_one_set_for_both_modes():
     assert both >= 4  # tidb, prometheus, loki, grafana
 
 
+@pytest.mark.full
 def test_the_local_services_listen_on_the_definitions_ports(stack):
     import socket
     for svc in ("tidb", "tidb_status", "mariadb", "prometheus", "loki", "node_exporter", "promtail",

@@ -3,7 +3,7 @@
 - every seed plan loads and matches its seed's method, read from the seed's text
   ($TBS_SEEDS_DIR, default ../shared/seeds beside the checkout): tables x rows, thread steps, time, warm-up,
   rand-type, ANALYZE, data restore, SET GLOBAL variables, versions, workloads;
-- --scale / --threads / --arm-target (tbsreport/seedplan.py): the arithmetic and the checks;
+- --scale / --threads / --arm-target (tidbbench/sweep/seedplan.py): the arithmetic and the checks;
 - bad input (unknown or missing arm target, --scale 0, 2, abc, ...) stops with exit 2 before
   anything runs and leaves no results;
 - on the local stack: plans/seed-v2.0-vs-v1.0.json scaled down (32 tables x 1,000 rows, one
@@ -16,7 +16,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,7 +24,10 @@ import pytest
 
 from conftest import ROOT
 
-from tbsreport import ReportError, plan as planmod, seedplan
+from tidbbench import ReportError
+from tidbbench.sweep import plan as planmod, seedplan
+
+pytestmark = pytest.mark.fast
 
 SEEDS = Path(os.environ.get("TBS_SEEDS_DIR") or ROOT.parent / "shared" / "seeds")  # beside the checkout
 PLANS = sorted((ROOT / "plans").glob("seed-*.json"))
@@ -234,7 +236,7 @@ def test_set_global_only_on_the_targets_of_the_arms_that_name_it():
 # ---------------------------------------------------------------- bad input on the command line
 
 def sweep(*a, timeout=120):
-    return subprocess.run([sys.executable, str(ROOT / "scripts/sweep"), *a], capture_output=True, text=True,
+    return subprocess.run([str(ROOT / "scripts/sweep"), *a], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
 
 
@@ -265,6 +267,7 @@ def test_scale_and_arm_target_need_a_plan(tmp_path):
 
 # ---------------------------------------------------------------- on the local stack
 
+@pytest.mark.full
 def test_seed_plan_small_end_to_end(stack, tmp_path):
     """plans/seed-v2.0-vs-v1.0.json (no SET GLOBAL, so nothing another test on the shared TiDB
     sees) at --scale 0.0001: 32 tables x 1,000 rows prepared once by the plan, point select at 1
@@ -309,6 +312,7 @@ def tidb_globals(names):
     return {n: str(tidb_root(f"SELECT @@GLOBAL.{n}")[0][0]) for n in names}
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("path", SET_GLOBAL_PLANS, ids=[p.stem for p in SET_GLOBAL_PLANS])
 def test_seed_plans_with_set_global_run_small(stack, tmp_path, path):
     """Each seed plan that sets TiDB variables, run as a user would at the smallest scale (its
@@ -395,6 +399,7 @@ def test_unistore_conflict_names_the_variables_and_the_ways_around():
     assert planmod.unistore_conflict(off, names, "unistore") is None
 
 
+@pytest.mark.full
 def test_v61_plan_stops_on_the_local_unistore_before_anything_runs(stack, tmp_path):
     """The README's seed plan without the way around, on the local TiDB: exit 2 before any run,
     naming the variables and the options; no variable changed, no run written."""
@@ -414,6 +419,7 @@ def test_v61_plan_stops_on_the_local_unistore_before_anything_runs(stack, tmp_pa
     tidb_root("DROP DATABASE IF EXISTS sbtest_docs_unistore")
 
 
+@pytest.mark.full
 def test_a_plan_that_prepares_creates_its_missing_database(stack, tmp_path):
     """plans/local-aab.json on a fresh stack (issue #28): its database does not exist yet. The
     plan prepares its table (prepare: true), so it creates the database first and runs; a plan

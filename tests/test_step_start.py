@@ -6,6 +6,9 @@ import json
 import math
 
 from conftest import ROOT, fresh_db, k6, run_testid, sql, summary
+import pytest
+
+pytestmark = pytest.mark.full
 
 POINT_SELECT = "select `c` from `sbtest1` where `id` = ?"
 

@@ -18,6 +18,10 @@ from cdp import Chromium, free_port
 from conftest import ROOT, connect, fresh_db, k6, prom_wait
 from test_report_helpers import decode_png
 
+import pytest
+
+pytestmark = pytest.mark.full
+
 CONFIG = ROOT / "grafana/k6-web-dashboard/config.json"
 # the metrics a run writes (docs/CONTRACT.md), as k6 names them, and k6's own vus
 CONTRACT_METRICS = {"oltp_queries", "oltp_transactions", "oltp_latency", "oltp_errors", "oltp_reconnects", "vus"}

@@ -4,7 +4,7 @@ import tbs from 'k6/x/tbs';
 import { RAND_TYPES } from './rand.js';
 
 // The shared contract (k6/contract.json): workloads, options with types, defaults and help,
-// presets, the testid rule, timing. Also read by scripts/lib/tbsreport and the README.
+// presets, the testid rule, timing. Also read by tidbbench/ and the README.
 //
 // Every VU runs this module (k6 runs the init context once per VU): parsing the whole file in
 // each was a tenth of a VU's memory (its help texts, and the latency histogram, which only

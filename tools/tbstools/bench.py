@@ -50,7 +50,7 @@ import threading
 import time
 from pathlib import Path
 
-from tbsreport.k6env import read_k6_env
+from tidbbench.k6env import read_k6_env
 from tbstools import benchkit as bk
 from tbstools import benchscale
 

@@ -9,7 +9,7 @@
 step N times in a row with our k6 (`scripts/k6 run`), each run's manifest in --out (default
 results/history-aa/). `measure` takes those runs' QPS (or --metric p95_ms) as the noise: each
 trial draws a series from them (with replacement, a fixed seed), injects a step of 3, 5 and 10%
-(QPS down, latency up: a regression) after --before runs and asks tbsreport.historycp after
+(QPS down, latency up: a regression) after --before runs and asks tidbbench.history.cp after
 each new run, as a nightly job would, until --after runs: detected when a change point lands
 within one run of the step; the delay is the runs after the step it took. A/A series of --aa-length
 runs give the false change points per 100 runs, and so does the recorded sequence itself (its
@@ -25,14 +25,13 @@ import random
 import statistics
 import subprocess
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
 
-from tbsreport import ROOT, ReportError
-from tbsreport import historycp as hcp
-from tbsreport import historystore as store
-from tbsreport.k6env import read_k6_env, state_dir
+from tidbbench import ROOT, ReportError
+from tidbbench.history import cp as hcp
+from tidbbench.history import store
+from tidbbench.k6env import new_testid, read_k6_env, state_dir
 
 STEPS = (3.0, 5.0, 10.0)
 WITHIN = 5  # runs: the target's "found within 5 runs"
@@ -98,7 +97,7 @@ def collect(a):
     out = Path(a.out or ROOT / "results/history-aa").resolve()
     out.mkdir(parents=True, exist_ok=True)
     prepare(a.db, a.workload, a.tables, a.table_size, out)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+    stamp = new_testid()  # the launcher core's (k6/ext/launch makes every testid); one per collection
     for i in range(a.runs):
         s = one_run(a, f"haa-{stamp}-{i:03d}", out)
         print(f"run {i + 1}/{a.runs}: {s['qps']:.1f} QPS, p95 {s['latency_ms']['p95']:.3f} ms, load average "
@@ -108,12 +107,12 @@ def collect(a):
 
 
 def e2e(a):
-    out = Path(a.out or ROOT / f"results/history-e2e-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
+    stamp = new_testid()  # the launcher core's (k6/ext/launch makes every testid); one per series
+    out = Path(a.out or ROOT / f"results/history-e2e-{stamp}").resolve()
     out.mkdir(parents=True, exist_ok=True)
     prepare(a.db, a.workload, a.tables, a.table_size, out)
     (old,), = sql(f"SELECT @@GLOBAL.{a.variable}", root=True)
     print(f"{a.variable} is {old}; runs {a.flip}..{a.runs - 1} with {a.value}", flush=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
     ids = []
     try:
         for i in range(a.runs):
@@ -127,7 +126,7 @@ def e2e(a):
     finally:
         sql(f"SET GLOBAL {a.variable} = {quote(old)}", root=True)
         print(f"{a.variable} back to {old}", flush=True)
-    from tbsreport import history
+    from tidbbench.history import cli as history
     idx = out / "history.sqlite"
     rc = history.main(["ingest", "--results", str(out), "--index", str(idx), "--min-segment", str(a.min_segment)])
     if rc:

@@ -3,6 +3,7 @@ package mysql
 // These tests talk to the local stack's real servers (scripts/stack up --target both):
 // TiDB on 127.0.0.1:4000 and MariaDB on 127.0.0.1:3306, user sbtest with the password in
 // .stack/secrets/sbtest. TBS_TIDB_ADDR, TBS_MARIADB_ADDR and TBS_SBTEST_PASSWORD override.
+// Under `go test -short` (scripts/test --fast: no server) the tests that need them skip.
 
 import (
 	"context"
@@ -41,16 +42,16 @@ func targets() []target {
 	return t
 }
 
-// needsServers skips a test that talks to the local stack's servers under `go test -short`
-// (scripts/test --fast runs the Go units without a server).
+// needsServers skips a test under -short: the fast tier runs with no server (CONTRIBUTING.md).
 func needsServers(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("needs the local stack's TiDB and MariaDB (scripts/stack up --target both); -short runs no server")
+		t.Skip("needs the local stack's TiDB and MariaDB (scripts/test runs it; -short is the fast tier)")
 	}
 }
 
 func password(t *testing.T) string {
+	needsServers(t)
 	if v := os.Getenv("TBS_SBTEST_PASSWORD"); v != "" {
 		return v
 	}
