@@ -12,8 +12,9 @@ RUN_FIRST = ["workload", *TARGET, "preset", "tables", "table_size", "threads", "
 # prepare.js: what shapes the tables
 PREPARE_KEYS = [*TARGET, "preset", "tables", "table_size", "mysql_storage_engine", "create_table_options",
                 "auto_inc", "secondary", "create_secondary"]
-# never in a rebuilt command: secrets, where files go, prepare.js-only switches, the run's identity
-NEVER = {"mysql_password", "results_dir", "command", "recreate", "prepare_batch", "prepare_mode", "testid",
+# never in a rebuilt command: secrets and the file that holds one (the report says to give it by
+# mysql_password_file), where files go, prepare.js-only switches, the run's identity
+NEVER = {"mysql_password", "mysql_password_file", "results_dir", "command", "recreate", "prepare_batch", "prepare_mode", "testid",
          "start_at"}
 # options that only prepare.js reads
 PREPARE_ONLY = {"mysql_storage_engine", "create_table_options", "create_secondary"}

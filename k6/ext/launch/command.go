@@ -4,7 +4,7 @@
 // (Settings). The mode wrappers only add what is their own:
 //
 //   - scripts/k6 (the local stack, and --instances N): `k6 x tbs run --stack-env .stack/k6.env
-//     --log ... --run-logs ... --merge merge.py <k6 run args>`;
+//     --log ... --run-logs ... --merge scripts/k6 <k6 run args>`;
 //   - k6/docker-entrypoint.sh (compose's k6): `k6 x tbs run --run-logs $TBS_RUN_LOGS ...`;
 //   - compose/k6/instance.sh (compose's k6-instance replicas): claims an instance number, then
 //     `k6 x tbs run --instances N --instance i ...`;
@@ -37,12 +37,13 @@ k8s/render-testrun run):
 
   k6 x tbs testid
       prints a new testid
-  k6 x tbs run [--stack-env FILE] [--log FILE] [--run-logs DIR] [--merge MERGE_PY] [--prefix P]
+  k6 x tbs run [--stack-env FILE] [--log FILE] [--run-logs DIR] [--merge PROGRAM] [--prefix P]
                [--gomaxprocs-auto] K6_RUN_ARGS...
       k6 run with the target's settings assembled (the stack's from FILE; the password given by
       -e or the environment wins over the stack's), the testid made when not given, the run's
       lines appended to FILE and DIR/<testid>.log; with --instances N [--instance LIST] among
-      the arguments, the run split over N k6 processes (execution segments), merged by MERGE_PY
+      the arguments, the run split over N k6 processes (execution segments), merged by "PROGRAM merge ..."
+      (scripts/k6 gives itself: "scripts/k6 merge" runs tidbbench.merge)
   k6 x tbs plan [--flag NAME] [--start-in SECONDS] --instances N K6_RUN_ARGS...
       checks a split run and prints its plan as JSON (testid, start_at, instances, ...)
   k6 x tbs target [--stack-env FILE] SCRIPT < OPTIONS_JSON

@@ -20,7 +20,7 @@ type runOpts struct {
 	stackEnv  string // .stack/k6.env: the stack's settings (scripts/k6)
 	log       string // append every line here too (.stack/logs/k6.log)
 	runLogs   string // a run's lines also go to <runLogs>/<testid>.log (Loki's testid label)
-	merge     string // merge.py: run it after the instances of a split run
+	merge     string // a program whose `merge` verb merges a split run's files (scripts/k6: tidbbench.merge)
 	prefix    string // message prefix
 	autoProcs bool   // --gomaxprocs-auto: GOMAXPROCS=1 against a database on this small host
 }
@@ -183,8 +183,8 @@ func statusOf(ps *os.ProcessState) int {
 
 // instances runs the plan's processes here: output prefixed "[k6 i] " (also raw in
 // results/<testid>.instance-<i>.log), a pid file per process while it runs, INT/TERM passed
-// on; then each one's exit status and end time go to merge.py, which writes
-// results/<testid>.json. Ends with the first failed process' status, or merge.py's.
+// on; then each one's exit status and end time go to `MERGE merge` (scripts/k6 merge: tidbbench.merge),
+// which writes results/<testid>.json. Ends with the first failed process' status, or the merge's.
 func (o *runOpts) instances(self string, p *Plan, r *runArgs, env map[string]string) error {
 	env["TBS_INSTANCES"] = fmt.Sprint(p.N) // one monitor VU per process (k6/lib/progress.js)
 	ids := strings.Trim(fmt.Sprint(p.IDs), "[]")
@@ -301,8 +301,8 @@ func (o *runOpts) instances(self string, p *Plan, r *runArgs, env map[string]str
 		}
 		return nil
 	}
-	merge := exec.Command("python3", append([]string{o.merge, "--results", p.Results, "--expect", fmt.Sprint(p.N)},
-		append(exits, p.TestID)...)...) //nolint:gosec // the repository's merge.py
+	merge := exec.Command(o.merge, append([]string{"merge", "--results", p.Results, "--expect", fmt.Sprint(p.N)},
+		append(exits, p.TestID)...)...) //nolint:gosec // the repository's scripts/k6 (its `merge`: tidbbench.merge)
 	merge.Stdout, merge.Stderr = os.Stdout, os.Stderr
 	merr := exitOf(merge.Run())
 	if failed != 0 {
