@@ -51,7 +51,12 @@ def workload_chart(path, title, series, pct_label="95%"):
                 hi = [getattr(pts[t], k + "_hi") if getattr(pts[t], k + "_hi") is not None else m
                       for t, m in zip(ts, med)]
                 conf = stats.coverage_text(min(covs))
-                what = "95% CI" if min(covs) >= stats.CONFIDENCE else f"min to max, {conf} CI"
+                if min(covs) >= stats.CONFIDENCE:
+                    what = "95% CI"
+                elif len(set(covs)) == 1:
+                    what = f"min to max, {conf} CI"
+                else:
+                    what = f"intervals of at least {conf} confidence"
                 h = ax.errorbar(xs, med, yerr=[[m - v for m, v in zip(med, lo)], [v - m for m, v in zip(med, hi)]],
                                 marker="o", color=c, capsize=4, label=f"{label} (median, {what})")
                 tops[ax] = max(tops[ax], *hi)
