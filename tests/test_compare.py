@@ -160,12 +160,14 @@ def test_median_interval_states_its_real_confidence():
     five, six, three = (stats.summarize(list(range(1, n + 1))) for n in (5, 6, 3))
     assert stats.ci_label([six, six]) == ("95% CI", False)
     assert stats.ci_label([five, five]) == ("min to max: 93.75% CI", False)
-    assert stats.ci_label([five, three]) == ("interval, its confidence", True)
+    assert stats.ci_label([five, three]) == ("interval; its confidence where below 95%", True)
     assert stats.median_text(three, show_cov=True) == "2.00 (1.00 to 3.00; 75%)"
     assert stats.ci_note([five, six]) == (
         "With fewer than 6 samples no interval of the median reaches 95%: the ranges shown are min to max, which "
         "hold the true median with probability 93.75% with 5 samples; 6 or more samples give 95% intervals.")
     assert stats.ci_note([six]) == ""
+    four = stats.summarize([1, 2, 3, 4])
+    assert "probability 87.5% with 4 and 93.75% with 5 samples;" in stats.ci_note([five, six, four, five])
 
 
 def test_holm():

@@ -35,7 +35,7 @@ class WorkloadSections:
         L = [f"### {name} performance", ""]
         tables = []
         pl = self.pct_label(w)
-        notes = []
+        medians = []  # every side's medians: one sentence on the intervals that fall short of 95%
         for i in range(len(self.sets)):
             if self.n_samples(i, w) > 1:
                 rows, sums = [], []
@@ -51,9 +51,7 @@ class WorkloadSections:
                 hdr = ["Threads", f"QPS (median, {ci})", "TPS (median)", f"{pl} latency (ms, median, {ci})",
                        "avg latency (ms, median)", "samples"]
                 tables.append(md_table(hdr, rows, "r" * len(hdr)))
-                note = stats.ci_note(sums)
-                if note and note not in notes:
-                    notes.append(note)
+                medians += sums
                 continue
             rows = [[str(f.threads), num(f.qps), num(f.tps), num(f.lat_ms), num(f.avg_ms)]
                     for f in self.figs[(i, w)]]
@@ -70,14 +68,14 @@ class WorkloadSections:
             tables.append(md_table(hdr, rows, "r" * len(hdr)))
         if not self.pair:
             L += [tables[0], ""]
-            L += [x for n in notes for x in (n, "")]
+            L += [stats.ci_note(medians), ""] if stats.ci_note(medians) else []
             dist = self.latency_distribution(self.figs[(0, w)], w) if self.n_samples(0, w) == 1 else ""
             if dist:
                 L += [dist, ""]
         else:
             for i in range(2):
                 L += [f"**{a[i]}**", "", tables[i], ""]
-            L += [x for n in notes for x in (n, "")]
+            L += [stats.ci_note(medians), ""] if stats.ci_note(medians) else []
             threads = [t for t in self.threads_of(0, w) if t in self.threads_of(1, w)]
             threads += [t for t in self.threads_of(0, w) + self.threads_of(1, w) if t not in threads]
             threads = sorted(set(threads))

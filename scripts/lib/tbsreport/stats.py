@@ -413,7 +413,8 @@ def ci_note(summaries):
     short = sorted({s.n for s in summaries if 1 < s.n < min_n_for_ci()})
     if not short:
         return ""
-    parts = ", ".join(f"{coverage_text(1 - 2 / 2 ** n)} with {n}" for n in short)
+    parts = [f"{coverage_text(1 - 2 / 2 ** n)} with {n}" for n in short]
+    parts = ", ".join(parts[:-1]) + f" and {parts[-1]}" if len(parts) > 1 else parts[0]
     return (f"With fewer than {min_n_for_ci()} samples no interval of the median reaches "
             f"{CONFIDENCE * 100:g}%: the ranges shown are min to max, which hold the true median with "
             f"probability {parts} samples; {min_n_for_ci()} or more samples give {CONFIDENCE * 100:g}% intervals.")
