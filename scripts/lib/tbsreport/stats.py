@@ -398,14 +398,14 @@ def median_text(s, d=2, show_cov=False):
 
 def ci_label(summaries):
     """The header words of a column of medians with intervals: `95% CI` when every interval reaches
-    95%, `min to max, 93.75%` when all share one smaller coverage, else `interval` (each cell then
+    95%, `min to max: 93.75% CI` when all share one smaller coverage, else `interval; ...` (each cell then
     states its own)."""
     covs = {s.coverage for s in summaries if s.n > 1}
     if not covs or min(covs) >= CONFIDENCE:
         return f"{CONFIDENCE * 100:g}% CI", False
     if len(covs) == 1:
         return f"min to max: {coverage_text(covs.pop())} CI", False
-    return "interval, its confidence", True
+    return "interval; its confidence where below 95%", True
 
 
 def ci_note(summaries):
