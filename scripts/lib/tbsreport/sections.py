@@ -140,6 +140,7 @@ class WorkloadSections:
         if not cs:
             return f"{a[0]} and {a[1]} have no thread step of {name} {what} in common."
         head = f"Compared with {a[0]}, {a[1]}'s {name} {what}"
+
         def ts(xs):
             return f"{', '.join(str(t) for t in xs)} thread{'' if xs == [1] else 's'}"
         one = [(t, c) for t, c in cs if c.reason.startswith("n=")]
@@ -175,10 +176,9 @@ class WorkloadSections:
         if not sig and not held:
             if not tested:
                 return f"{head} cannot be tested at any thread step.{tail}"
-            return (f"{head} shows no significant change: ~ at every thread step ({n_text}, Mann-Whitney U, "
-                    f"p >= {stats.ALPHA} after Holm's adjustment over the report's {fam} cells).{warn}{tail}") \
-                if not one else (f"{head} shows no significant change: ~ at {ts(same)} ({n_text}, Mann-Whitney U, "
-                                 f"p >= {stats.ALPHA} after Holm's adjustment over the report's {fam} cells).{warn}{tail}")
+            where = "every thread step" if len(same) == len(cs) else ts(same)
+            return (f"{head} shows no significant change: ~ at {where} ({n_text}, Mann-Whitney U, "
+                    f"p >= {stats.ALPHA} after Holm's adjustment over the report's {fam} cells).{warn}{tail}")
         parts = []
         for t, c in sig:
             word = "up" if c.change > 0 else "down"
