@@ -114,11 +114,11 @@ class WorkloadSections:
         L.extend(statements.workload_lines(self.sets, self.labels, w, self.pair))  # "### <name> statements"
         return L
 
-    def table_notes(self, w, threads, metrics):
+    def table_notes(self, w, threads, metrics, steps=True):
         """Sentences under a comparison table: the cells it cannot compare and why (a step one side
-        did not run), and a family of cells that can never be significant with its samples."""
+        did not run; with steps), and a family of cells that can never be significant with its samples."""
         L = []
-        for t in threads:
+        for t in threads if steps else []:
             ran = [t in self.threads_of(i, w) for i in range(2)]
             if not all(ran):
                 L += [f"{t} thread{'s' if t != 1 else ''}: only {self.labels[ran.index(True)]} ran this step; it is not "
@@ -263,6 +263,7 @@ class WorkloadSections:
                                   rows, "rrrrrrrrr"))
                 L.append("")
                 if any((w, t, "core") in self.cmp for t in threads):
+                    L.extend(self.table_notes(w, threads, ("core",), steps=False))
                     L.append(self.headline(w, workload_name(w), "core", "QPS per database core", threads))
                     L.append("")
         if shorts:
