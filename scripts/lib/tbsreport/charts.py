@@ -40,9 +40,11 @@ def workload_chart(path, title, series, pct_label="95%"):
         ts = sorted(pts)
         if not ts:
             continue
-        xs = [x[t] for t in ts]
         c = COLORS[i % len(COLORS)]
         covs = [pts[t].cov for t in ts if pts[t].cov is not None]
+        # error bars of the run sets side by side at each step, not on top of each other
+        dodge = (i - (len(series) - 1) / 2) * 0.06 if covs else 0.0
+        xs = [x[t] + dodge for t in ts]
         for ax, k in ((ax_q, "qps"), (ax_l, "lat")):
             med = [getattr(pts[t], k) for t in ts]
             if covs:
