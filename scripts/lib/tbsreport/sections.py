@@ -177,8 +177,9 @@ class WorkloadSections:
             if not tested:
                 return f"{head} cannot be tested at any thread step.{tail}"
             where = "every thread step" if len(same) == len(cs) else ts(same)
+            holm = f" after Holm's adjustment over the report's {fam} cells" if fam > 1 else ""
             return (f"{head} shows no significant change: ~ at {where} ({n_text}, Mann-Whitney U, "
-                    f"p >= {stats.ALPHA} after Holm's adjustment over the report's {fam} cells).{warn}{tail}")
+                    f"p >= {stats.ALPHA}{holm}).{warn}{tail}")
         parts = []
         for t, c in sig:
             word = "up" if c.change > 0 else "down"
