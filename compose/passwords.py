@@ -1,7 +1,7 @@
 """The compose stack's generated passwords: nothing to type, nothing secret in a tracked file.
 
 compose/secrets.yaml runs this script as the one-shot service `secrets` on every `docker compose
-up`, before TiDB and Grafana start. The first time, it makes three random passwords, each in the
+up`, before TiDB, Grafana and the history store start. The first time, it makes the random passwords, each in the
 volume of the one service that reads it (so no container sees another's secret):
 
   grafana-secret:/grafana_admin_password  Grafana's admin (GF_SECURITY_ADMIN_PASSWORD__FILE)
@@ -10,6 +10,13 @@ volume of the one service that reads it (so no container sees another's secret):
                                           CLUSTER_CONFIG set's init.sql, root's password, the
                                           benchmark user sbtest and its database
   k6-secret:/sbtest_password              the benchmark user's (k6 reads it: mysql_password_file)
+  history-db-secret:/admin_password       the history store's PostgreSQL superuser (compose/history.yaml)
+  history-writer-secret:/writer_password  the history store's writer (scripts/history push) ...
+  history-writer-secret:/conninfo         ... and its libpq connection string (the nightly one-shot)
+  grafana-secret:/history_reader_password the store's read-only reader: Grafana's History data source
+                                          (GF_TBS_HISTORY_DB_PASSWORD__FILE)
+  history-db-secret:/passwords.sql        the writer's and the reader's, as psql variables (set lines) for
+                                          compose/history/roles.sql (compose/history/start.sh)
 
 Later runs keep the passwords (init.sql is written again: CLUSTER_CONFIG may have changed).
 `docker compose down -v` removes the volumes, and the next `up` makes new passwords for the new
@@ -27,12 +34,16 @@ import sys
 OUT = os.environ.get("TBS_SECRETS_DIR", "/secrets")
 CONFIG = os.environ.get("TBS_CONFIG_DIR", "/opt/tbs/config")
 GRAFANA_UID = 472  # the user Grafana's image runs as (group 0)
+POSTGRES_UID = 999  # the postgres user of the PostgreSQL image (history-db runs as it)
 
 FILES = {
     # name: (folder under OUT, file, owner uid)
     "grafana": ("grafana", "grafana_admin_password", GRAFANA_UID),
     "tidb-root": ("tidb", "root_password", 0),
     "sbtest": ("k6", "sbtest_password", 0),
+    "history-admin": ("history-db", "admin_password", POSTGRES_UID),
+    "history-writer": ("history-writer", "writer_password", 0),
+    "history-reader": ("grafana", "history_reader_password", GRAFANA_UID),
 }
 
 
@@ -77,6 +88,12 @@ CREATE USER IF NOT EXISTS 'sbtest'@'%' IDENTIFIED BY '{sbtest}';
 GRANT ALL PRIVILEGES ON `sbtest%`.* TO 'sbtest'@'%';
 """
     write(os.path.join(OUT, "tidb", "init.sql"), sql, 0, 0o400)
+    # the history store: what compose/history/start.sh gives roles.sql, the writer's connection
+    writer, reader = (open(path(n)).read().strip() for n in ("history-writer", "history-reader"))
+    write(os.path.join(OUT, "history-db", "passwords.sql"),
+          f"\\set writer_password '{writer}'\n\\set reader_password '{reader}'\n", POSTGRES_UID, 0o400)
+    write(os.path.join(OUT, "history-writer", "conninfo"),
+          f"host=history-db port=5432 dbname=tbs_history user=tbs_history_writer password={writer}\n", 0, 0o400)
     print("secrets: " + (f"made passwords for {', '.join(made)}" if made else "passwords kept")
           + f"; TiDB's init.sql written from compose/config/{config_set}/init.sql")
     print("secrets: the logins: docker compose run --rm --no-deps secrets login")
@@ -91,6 +108,10 @@ def login():
     print(f"Grafana  http://127.0.0.1:3000   user {user}   password {read['grafana']}")
     print(f"TiDB     127.0.0.1:4000          user root    password {read['tidb-root']}")
     print(f"TiDB     127.0.0.1:4000          user sbtest  password {read['sbtest']}   (what k6 uses)")
+    print(f"History  127.0.0.1:5432          user tbs_history_writer  password {read['history-writer']}"
+          "   (PostgreSQL, database tbs_history: scripts/history push)")
+    print(f"History  127.0.0.1:5432          user tbs_history_reader  password {read['history-reader']}"
+          "   (read-only: Grafana, Apache Otava)")
 
 
 def password(name):

@@ -10,18 +10,22 @@
 import exec from 'k6/execution';
 import { sleep } from 'k6';
 import tbs from 'k6/x/tbs';
-import { parseOptions, optionHelp } from './lib/config.js';
+import { parseOptions, optionHelp, WORKLOADS } from './lib/config.js';
 import { makeRand } from './lib/rand.js';
 import { bindEvent, workState, flushBulk } from './lib/sysbench.js';
 import { metrics, tally } from './lib/metrics.js';
 import { Conn, connectUntil, openDb } from './lib/conn.js';
 import { BATCH_MS, runEvents, runQueued } from './lib/events.js';
-import { connectSeconds, stepScenarios, stepThresholds, stepWindows } from './lib/steps.js';
+import { connectSeconds, gateNames, gateParties, histName, stepScenarios, stepThresholds, stepWindows } from './lib/steps.js';
 import { asText, connectOrExplain, existingTables, globalVariables, targetInfo } from './lib/target.js';
 import { hostFacts, instanceOf, newTestId } from './lib/run.js';
-import { summarize, histName } from './lib/summary.js';
 import { monitorScenario, monitor as monitorTick } from './lib/progress.js';
 import { capture as captureStatements, statementsScenario } from './lib/statements.js';
+
+// The end-of-test summary (lib/summary.js) is loaded only where handleSummary runs: k6 runs it,
+// setup and teardown in runtimes of their own, whose __VU is 0. k6 runs this init code once per
+// VU, and each module costs every VU its memory (docs/bench.md).
+const summaryLib = __VU === 0 ? require('./lib/summary.js') : null;
 
 const o = parseOptions(__ENV);
 const testid = o.testid || newTestId();
@@ -89,20 +93,22 @@ function segmentShare() {
 // activate: the VU's first iteration of a thread step. It is thread `iterationInTest` of
 // the step; it drops its connection of an earlier step, connects and prepares afresh, then
 // waits for the step's load to begin (so that every VU of the step starts its first
-// iteration before any starts a second: stepScenarios).
+// iteration before any starts a second: stepScenarios): when all the step's VUs have
+// connected (steps.js gateParties), or when the connect phase ends.
 function activate(data) {
   scenario = scenarioInfo.name;
   const threads = Number(scenario.slice(1));
   const stepIdx = o.threads.indexOf(threads);
   const threadId = exec.scenario.iterationInTest;
   const start = exec.scenario.startTime;
-  const go = start + connectSeconds(o, threads) * 1000;
-  measureStart = go + o.warmup_time * 1000;
-  stepEnd = measureStart + o.time * 1000;
+  const latest = start + connectSeconds(o, threads) * 1000; // the load's start at the latest
+  const parties = gateParties(o, data, threads);
+  const gates = parties ? gateNames(data.testid, threads) : null;
   stepTag = String(threads);
   if (threadId >= threads) {
     console.error(`internal: thread id ${threadId} >= threads ${threads} in step t${threads}: this VU runs no events`);
     conn.close();
+    if (gates) { tbs.barrier(gates.connected, threads).arrive(); tbs.barrier(gates.go, parties).arrive(); }
     nextCheck = Infinity; stepEnd = 0;
     return;
   }
@@ -122,7 +128,7 @@ function activate(data) {
   tags.warmup = 'true'; // the connect phase and the warm-up are not measured
   rec.use(null, null);
   // fresh connection and statements, before the load begins
-  const connected = connectUntil(conn, w.prepared, go);
+  const connected = connectUntil(conn, w.prepared, latest);
   if (connected && o.workload === 'bulk_insert') {
     // sysbench's bulk_insert numbers rows from 1 in every run; a step goes on after the
     // ids earlier steps (or runs) wrote, so no key is inserted twice.
@@ -133,6 +139,17 @@ function activate(data) {
   respHist = o.rate ? tbs.histogram(histName(data.testid, threads, 'response')) : null;
   if (connected) tbs.counter(`${histName(data.testid, threads)}/ready`).add(1);
   tbs.mark(`${histName(data.testid, threads)}/scenario_start`, start);
+  let go = latest;
+  if (gates) {
+    tbs.barrier(gates.connected, threads).arrive();
+    const gate = tbs.barrier(gates.go, parties);
+    gate.arrive();
+    const at = gate.wait(latest); // -1: k6 stopped this VU (the run is ending)
+    if (at > 0) go = Math.min(at, latest);
+    tbs.mark(`${histName(data.testid, threads)}/go`, go); // every VU of the step has the same go
+  }
+  measureStart = go + o.warmup_time * 1000;
+  stepEnd = measureStart + o.time * 1000;
   if (o.rate) {
     queue = tbs.queue(`${data.testid}/t${threads}/queue`, o.rate * segmentShare(), go, stepEnd,
       o.rand_seed ? o.rand_seed + stepIdx : 0);
@@ -183,7 +200,7 @@ export function setup() {
   const info = targetInfo(sdb, v);
   const bulk = o.workload === 'bulk_insert';
   const need = bulk ? Math.max(...o.threads) : o.tables;
-  if (o.workload.startsWith('select_random_') && o.tables !== 1) {
+  if (WORKLOADS[o.workload].single_table && o.tables !== 1) {
     throw new Error(`invalid option tables=${o.tables}: ${o.workload} supports only tables=1`);
   }
   const have = existingTables(sdb);
@@ -209,11 +226,15 @@ export function setup() {
   if (inst.lane === 0) {
     metrics.marker.add(runStart, { event: 'run_start', version, threads: o.threads.join(','), warmup: 'false', testid: id, workload: o.workload, instance_id: inst.id });
   }
+  // the target's variables (hundreds on TiDB) go to handleSummary as a note, not in the setup
+  // data, which k6 decodes from JSON for every iteration of every VU (a third of k6's CPU while
+  // 500 VUs connect; docs/bench.md)
+  tbs.note(`${id}/variables`, JSON.stringify(variables));
   console.log(`testid=${id} workload=${o.workload} target=${o.mysql_host}:${o.mysql_port} version=${version} threads=${o.threads.join(',')}` +
     (inst.instances > 1 ? ` instance=${inst.id} segment=${inst.segment}` : ''));
   return {
     testid: id, version, product: info.product, version_full: info.full, run_start: runStart,
-    variables, host, instance_id: inst.id, instances: inst.instances, lane: inst.lane, segment: inst.segment,
+    host, instance_id: inst.id, instances: inst.instances, lane: inst.lane, segment: inst.segment,
     instance_tagged: runTags.instance_id !== undefined,
     sequence: inst.sequence,
   };
@@ -265,5 +286,5 @@ export function teardown(data) {
 
 export function handleSummary(data) {
   if (o.help) return { stdout: `options (-e name=value; k6/contract.json has them all):\n${optionHelp()}\n` };
-  return summarize(data, o, tbs);
+  return summaryLib.summarize(data, o, tbs);
 }

@@ -5,7 +5,7 @@ import js from '@eslint/js';
 
 // what k6 itself defines in a script's scope (https://grafana.com/docs/k6/latest/javascript-api/init-context/)
 const k6Globals = {
-  __ENV: 'readonly', __VU: 'readonly', __ITER: 'readonly', open: 'readonly', console: 'readonly',
+  __ENV: 'readonly', __VU: 'readonly', __ITER: 'readonly', open: 'readonly', require: 'readonly', console: 'readonly',
   setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly',
 };
 

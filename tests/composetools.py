@@ -26,7 +26,8 @@ DEFAULT_SERVICES = {"pd", "tikv", "tidb", "prometheus", "loki", "alloy", "grafan
                     "secrets",  # generated passwords (compose/passwords.py)
                     "prometheus-targets",  # the default topology's scrape targets
                     # PingCAP's dashboards for Grafana (tests/test_pingcap_dashboards.py)
-                    "pingcap-dashboards-src", "pingcap-dashboards"}
+                    "pingcap-dashboards-src", "pingcap-dashboards",
+                    "history-db"}  # the run history's team store (compose/history.yaml)
 # Services that run once per `up` and exit 0; the others wait for them to complete.
 ONE_SHOTS = {"env-check", "secrets", "prometheus-targets", "prometheus-targets-cluster",
              "pingcap-dashboards-src", "pingcap-dashboards"}
@@ -85,7 +86,7 @@ def model(*profiles):
 
 
 def everything():
-    return model("cluster", "k6")
+    return model("cluster", "k6", "nightly")
 
 
 def listen_ports(svc):

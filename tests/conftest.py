@@ -21,10 +21,41 @@ TARGETS = {"tidb": 4000, "mariadb": 3306}
 
 # The suite's k6 runs give each thread step 1 s to connect and 1 s of graceful stop (options
 # connect_time and grace_time, which k6 also reads from the environment; a user's defaults are
-# 2 s and 3 s): about 3 s less for each of the suite's ~170 steps. test_steps_timing runs the
+# 3 s up to 125 threads and 3 s): about 4 s less for each of the suite's ~170 steps. test_steps_timing runs the
 # defaults.
 os.environ.setdefault("connect_time", "1")
 os.environ.setdefault("grace_time", "1")
+
+
+# -- test tiers (CONTRIBUTING.md): every test is `fast` or `full`, by its file's pytestmark (a test of
+# a fast file that needs more carries @pytest.mark.full itself).
+#   fast: no server, no build beyond Go's cache: `scripts/test --fast` (pytest -m "fast and not full"),
+#         in at most 60 s on a warm machine (tools scripts/test installed once, such as
+#         bin/docker-compose, promtool and the linters, are used; never started, never built)
+#   full: the local stack, our k6 binary, a fresh clone's venv, long runs: `scripts/test` runs
+#         both tiers
+TIERS = ("fast", "full")
+FAST = os.environ.get("TBS_TIER") == "fast"  # set by scripts/test --fast
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "fast: needs no server and no build beyond Go's cache (scripts/test --fast)")
+    config.addinivalue_line("markers", "full: needs the local stack, a built binary or a long run (scripts/test)")
+
+
+def pytest_collection_modifyitems(config, items):
+    untiered = sorted({i.nodeid.split("::")[0] for i in items if not any(i.get_closest_marker(t) for t in TIERS)})
+    if untiered:
+        raise pytest.UsageError("test files without a tier (pytestmark = pytest.mark.fast or "
+                                f"pytest.mark.full; CONTRIBUTING.md): {', '.join(untiered)}")
+
+
+def needs_the_stack(what):
+    """In the fast tier, a test that reaches for a server fails here, naming it, instead of
+    starting the stack (scripts/test --fast runs with no server)."""
+    if FAST:
+        pytest.fail(f"{what} needs the local stack: this test belongs to the full tier (pytest.mark.full)",
+                    pytrace=False)
 
 
 def password():
@@ -34,12 +65,14 @@ def password():
 @pytest.fixture(scope="session")
 def stack():
     """The local stack with both targets; `up` is idempotent, so this also works alone."""
+    needs_the_stack("the stack fixture")
     subprocess.run([str(ROOT / "scripts/stack"), "up", "--target", "both"], check=True,
                    stdout=subprocess.DEVNULL)
     return STATE
 
 
 def connect(target, db="sbtest"):
+    needs_the_stack("connect()")
     return pymysql.connect(host="127.0.0.1", port=TARGETS[target], user="sbtest",
                            password=password(), database=db, autocommit=True)
 
@@ -86,6 +119,7 @@ def read_write_runs(stack, tmp_path_factory):
 
 def k6(*args, env=None, timeout=600, check=True):
     """Runs scripts/k6 (our k6 with the stack's settings) from the repo's k6/ folder."""
+    needs_the_stack("k6()")
     e = dict(os.environ)
     e.update(env or {})
     p = subprocess.run([str(ROOT / "scripts/k6"), *args], cwd=ROOT / "k6", env=e,
@@ -116,6 +150,7 @@ def summary(testid):
 
 
 def prom(query, at=None):
+    needs_the_stack("prom()")
     params = {"query": query}
     if at is not None:
         params["time"] = str(at)
@@ -155,6 +190,7 @@ def metric_sum(text, name, **labels):
 
 def mariadb_root(query):
     """A statement as the local MariaDB's root (through the stack's socket)."""
+    needs_the_stack("mariadb_root()")
     p = subprocess.run(["mariadb", f"--socket={STATE / 'run/mariadb.sock'}", "-uroot", "-N", "-B", "-e", query],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
@@ -164,6 +200,7 @@ def mariadb_root(query):
 def tidb_root(query):
     """A statement as the local TiDB's root (the stack's generated password, never an argument):
     its rows, as tuples."""
+    needs_the_stack("tidb_root()")
     pw = (STATE / "secrets" / "tidb-root").read_text().strip()
     with pymysql.connect(host="127.0.0.1", port=TARGETS["tidb"], user="root", password=pw, autocommit=True) as c, \
             c.cursor() as cur:

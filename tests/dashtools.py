@@ -3,7 +3,7 @@ test_pingcap_dashboards, test_resources) and scripts/test-setup.d/50-dashboards.
 
 Reads the generated dashboards, lists every query they run (panel targets, annotations and
 variable queries), substitutes Grafana's variables with concrete values, and drives the
-exprcheck parser (grafana/exprcheck, the real PromQL and LogQL parsers).
+exprcheck parser (tests/tools/exprcheck, the real PromQL and LogQL parsers).
 """
 import glob
 import hashlib
@@ -16,7 +16,7 @@ import subprocess
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GRAFANA = os.path.join(ROOT, "grafana")
 DASHBOARDS_DIR = os.path.join(GRAFANA, "dashboards")
-EXPRCHECK_DIR = os.path.join(GRAFANA, "exprcheck")
+EXPRCHECK_DIR = os.path.join(ROOT, "tests", "tools", "exprcheck")
 
 
 def cache_dir():
@@ -29,12 +29,15 @@ def dashboard_files():
     return sorted(glob.glob(os.path.join(DASHBOARDS_DIR, "*", "*.json")))
 
 
-def load_dashboards():
-    """{relative path: dashboard dict} for every committed dashboard."""
+def load_dashboards(sql=True):
+    """{relative path: dashboard dict} for every committed dashboard; sql=False leaves out the
+    ones that read the history store (SQL: tests/test_history_dashboard.py runs their queries)."""
     out = {}
     for f in dashboard_files():
         with open(f, encoding="utf-8") as fh:
-            out[os.path.relpath(f, DASHBOARDS_DIR)] = json.load(fh)
+            d = json.load(fh)
+        if sql or not any(q.lang == "sql" for q in queries(d)):
+            out[os.path.relpath(f, DASHBOARDS_DIR)] = d
     return out
 
 
@@ -49,7 +52,7 @@ def panels(dash):
 
 def ds_lang(ds):
     t = (ds or {}).get("type")
-    return {"prometheus": "promql", "loki": "logql"}.get(t)
+    return {"prometheus": "promql", "loki": "logql", "grafana-postgresql-datasource": "sql"}.get(t)
 
 
 class Query:
@@ -77,15 +80,16 @@ LABEL_VALUES = re.compile(r"^\s*label_values\((?:(?P<expr>.*),\s*)?(?P<label>[A-
 
 
 def queries(dash):
-    """Every query of a dashboard: panel targets, annotations, Prometheus variable queries."""
+    """Every query of a dashboard: panel targets, annotations, Prometheus variable queries, and
+    the SQL of the history store's (lang "sql": target rawSql, annotations, variable queries)."""
     out = []
     for p in panels(dash):
         for t in p.get("targets", []):
             ds = t.get("datasource") or p.get("datasource")
             out.append(Query(dash, f"panel '{p['title']}' target {t['refId']}", ds_lang(ds),
-                             t["expr"], "target", panel=p, target=t))
+                             t["rawSql"] if ds_lang(ds) == "sql" else t["expr"], "target", panel=p, target=t))
     for a in dash.get("annotations", {}).get("list", []):
-        expr = (a.get("target") or {}).get("expr") or a.get("expr")
+        expr = (a.get("target") or {}).get("expr") or a.get("expr") or (a.get("target") or {}).get("rawSql")
         if expr:
             out.append(Query(dash, f"annotation '{a['name']}'", ds_lang(a.get("datasource")), expr,
                              "annotation", annotation=a))
@@ -93,7 +97,9 @@ def queries(dash):
         if v.get("type") != "query":
             continue
         lang = ds_lang(v.get("datasource"))
-        if lang == "promql":
+        if lang == "sql":
+            out.append(Query(dash, f"variable '{v['name']}'", "sql", v["query"], "variable", variable=v))
+        elif lang == "promql":
             q = v["query"]["query"] if isinstance(v["query"], dict) else v["query"]
             m = LABEL_VALUES.match(q)
             assert m, f"{dash['uid']}: variable {v['name']}: unsupported query {q!r}"
@@ -157,7 +163,7 @@ def exprcheck_binary():
         return path
     go = shutil.which("go") or ("/usr/local/go/bin/go" if os.path.exists("/usr/local/go/bin/go") else None)
     if not go:
-        raise RuntimeError("go is not installed: it is needed to build grafana/exprcheck "
+        raise RuntimeError("go is not installed: it is needed to build tests/tools/exprcheck "
                            "(scripts/test-setup.d/50-dashboards.sh installs what it needs)")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     subprocess.run([go, "build", "-trimpath", "-o", path + ".tmp", "."], cwd=EXPRCHECK_DIR,

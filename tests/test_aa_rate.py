@@ -7,8 +7,10 @@ import json
 import pytest
 
 from conftest import ROOT
-from tbsreport import ReportError
+from tidbbench import ReportError
 from tbstools import aarate
+
+pytestmark = pytest.mark.fast
 
 
 def args(**kw):

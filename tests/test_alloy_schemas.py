@@ -1,5 +1,5 @@
-"""compose/alloy/check (bin/alloy-check) checks compose/alloy/config.alloy with Alloy's own
-parser and evaluator against compose/alloy/check/schema.json, a table of the components,
+"""tests/tools/alloycheck (bin/alloy-check) checks compose/alloy/config.alloy with Alloy's own
+parser and evaluator against tests/tools/alloycheck/schema.json, a table of the components,
 arguments, blocks and exports config.alloy uses. Here: the table is the one Alloy's reference
 documentation gives for the release .env pins (the pages are in that release's module, from the
 Go module proxy), a version bump in .env fails until the table is re-checked, and the checker
@@ -15,7 +15,9 @@ import pytest
 
 from conftest import ROOT
 
-CHECK = ROOT / "compose/alloy/check"
+pytestmark = pytest.mark.fast
+
+CHECK = ROOT / "tests/tools/alloycheck"
 SCHEMA = json.loads((CHECK / "schema.json").read_text())
 
 
@@ -86,7 +88,7 @@ def alloy_docs():
 
 def test_the_schema_is_the_pinned_release():
     assert SCHEMA["alloy"] == pinned_version(), \
-        f".env pins Alloy {pinned_version()}, compose/alloy/check/schema.json is {SCHEMA['alloy']}'s: re-check it"
+        f".env pins Alloy {pinned_version()}, tests/tools/alloycheck/schema.json is {SCHEMA['alloy']}'s: re-check it"
 
 
 def test_the_schema_is_what_alloys_docs_give(alloy_docs):

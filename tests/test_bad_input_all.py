@@ -16,6 +16,8 @@ import pytest
 
 from conftest import ROOT, fresh_db, k6, password, sql
 
+pytestmark = pytest.mark.full
+
 DB = "sbtest_badin"
 ROWS = 100
 WORKLOADS = "oltp_point_select, oltp_read_only, oltp_read_write"
@@ -83,6 +85,12 @@ STACK = [
 REPORT = [
     ("report-unknown", ["no-such-testid-42"], ["unknown run 'no-such-testid-42'", "no run manifest"]),
     ("report-path", ["../etc/passwd"], ["unknown run '../etc/passwd'", "letters, digits"]),
+    ("report-grafana-password", ["--grafana", "http://admin:s3cret@127.0.0.1:3000", "x"],
+     ["--grafana http://admin:***@127.0.0.1:3000: a password in an argument shows in the process list",
+      "--grafana-password-file FILE"]),
+    ("report-grafana-password-file", ["--grafana", "http://admin@127.0.0.1:3000", "--grafana-password-file",
+                                      "/nonexistent/grafana-admin", "x"],
+     ["cannot read the Grafana password file /nonexistent/grafana-admin"]),
 ]
 SWEEP = [
     ("sweep-workload", ["--workloads", "oltp_nope", "--threads", "2"], ["unknown workload 'oltp_nope'", "valid: " + WORKLOADS]),
@@ -92,6 +100,9 @@ SWEEP = [
     ("sweep-k6-value", ["--workloads", "oltp_point_select", "--threads", "2", "-e", "mysql_port=99999"], ["mysql_port=99999", "port from 1 to 65535"]),
     ("sweep-k6-value-with-password", ["--workloads", "oltp_point_select", "--threads", "2", "-e", "rand_type=foo",
                                       "-e", "mysql_password=PASSWORD"], ["rand_type=foo", "valid: uniform"]),
+    ("sweep-grafana-password", ["--workloads", "oltp_point_select", "--threads", "2",
+                                "--grafana", "http://admin:PASSWORD@127.0.0.1:3000"],
+     ["a password in an argument shows in the process list", "--grafana-password-file FILE"]),
 ]
 COMPOSE = [
     ("compose-no-tidb-version", {"TIDB_VERSION": ""}, ["TIDB_VERSION", "set TIDB_VERSION in .env"]),

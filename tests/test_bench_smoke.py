@@ -11,6 +11,8 @@ import pytest
 
 from conftest import ROOT, STATE
 
+pytestmark = pytest.mark.full
+
 NUM = r"[-+]?\d+(?:\.\d+)?"
 DB = "sbtest_bench_smoke"
 TINY = ["--targets", "tidb", "--threads", "2", "--seconds", "1", "--rounds", "1", "--tables", "1",
@@ -33,8 +35,8 @@ def assert_line(out, pattern):
 @pytest.mark.skipif(shutil.which("sysbench") is None, reason="sysbench is not installed (apt-get install sysbench)")
 def test_bench_prints_every_figure(stack):
     before = tidb_affinity()
-    p = bench(*TINY, "--workloads", "oltp_point_select", "--figures", "runs,tax,scale",
-              "--scale-threads", "12")
+    p = bench(*TINY, "--workloads", "oltp_point_select", "--figures", "runs,tax,scale,setup",
+              "--scale-threads", "12", "--setup-threads", "3,5", "--setup-seconds", "1")
     out = p.stdout + p.stderr
     assert p.returncode == 0, out
     assert_line(out, r"^command: tools/bench --targets tidb ")
@@ -58,6 +60,15 @@ def test_bench_prints_every_figure(stack):
                          rf".*\({NUM} ms per VU\).* from process start to all 12 connected {NUM} s.*p95 {NUM} ms")
     assert_line(out, r"vus_ready 12$")
     assert_line(out, rf"^scale: tidb 12 threads k6/sysbench: RSS {NUM}x, CPU {NUM}x, QPS {NUM}x")
+    # memory per thread and set-up time, both clients, at each thread count
+    for n in (3, 5):
+        assert_line(out, rf"^setup: tidb sysbench {n} threads: peak RSS {NUM} MiB, {NUM} MiB per thread; "
+                         rf"from process start to the first measured second {NUM} s, {NUM} s of CPU \(all {n} connected {NUM} s\)$")
+        assert_line(out, rf"^setup: tidb k6 {n} threads: peak RSS {NUM} MiB, {NUM} MiB per thread; "
+                         rf"from process start to the first measured second {NUM} s, {NUM} s of CPU \(VUs initialized {NUM} s, "
+                         rf"all {n} connected {NUM} s, connect phase at most {NUM} s; vus_ready {n}\)$")
+        assert_line(out, rf"^setup: tidb {n} threads k6/sysbench: RSS {NUM}x \(target <= 2x: (ok|SHORT)\), "
+                         rf"set-up time {NUM}x \(target <= 2x: (ok|SHORT)\), set-up CPU {NUM}x")
     assert_line(out, rf"^conditions: {NUM} s of bench; other processes used {NUM} of {NUM} cores on average -> (quiet|BUSY)")
     assert "--mysql-password" not in out
     # the server's threads have their affinity back (threads born meanwhile: the main thread's)
@@ -79,7 +90,7 @@ def test_bench_soak_rss(stack):
 def test_bench_bad_input():
     for args, named in ((["--figures", "runs,speed"], "'speed'"), (["--targets", "postgres"], "'postgres'"),
                         (["--workloads", "oltp_nope"], "'oltp_nope'"), (["--pin-db", "1", "--pin-client", "1"], "1"),
-                        (["--db", "other"], "'other'")):
+                        (["--db", "other"], "'other'"), (["--setup-threads", "100,x"], "'100,x'")):
         p = bench(*args, timeout=60)
         assert p.returncode != 0, (args, p.stdout)
         assert "error:" in p.stderr and named in p.stderr, (args, p.stderr)

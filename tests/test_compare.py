@@ -1,6 +1,6 @@
 """Comparisons a database engineer can believe (issue #23).
 
-- statistics (tbsreport/stats.py) against known values: scipy's documented Mann-Whitney U
+- statistics (tidbbench/report/stats.py) against known values: scipy's documented Mann-Whitney U
   example (exact and asymptotic), a brute-force enumeration of the exact distribution with and
   without ties, three samples a side never significant, the change's interval agreeing with the
   test (200 random 6-vs-6 cells), the order-statistic interval of the median and its real
@@ -17,7 +17,9 @@ import random
 
 import pytest
 
-from tbsreport import stats
+from tidbbench.report import stats
+
+pytestmark = pytest.mark.fast
 
 
 # ---------------------------------------------------------------- statistics
@@ -211,9 +213,8 @@ def test_a_zero_baseline_is_a_sentence_not_nan():
 
 def sweep(*args, timeout=120):
     import subprocess
-    import sys
     from conftest import ROOT
-    return subprocess.run([sys.executable, str(ROOT / "scripts/sweep"), *args], capture_output=True, text=True,
+    return subprocess.run([str(ROOT / "scripts/sweep"), *args], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
 
 
@@ -255,6 +256,7 @@ def test_bad_plans_stop_before_any_run(tmp_path, change, message):
     assert not res.exists() or not any(res.iterdir())
 
 
+@pytest.mark.full
 def test_unreachable_arm_and_repeats_zero_stop_before_any_run(tmp_path):
     res = tmp_path / "results"
     f = write_plan(tmp_path, arms=[{"name": "a"}, {"name": "far", "options": {"mysql_port": 1}}])
@@ -332,8 +334,9 @@ def comparison_rows(md, workload_title):
     return tables[2]
 
 
+@pytest.mark.full
 def test_plan_interleaves_arms_in_a_seeded_order(aab):
-    from tbsreport.plan import round_order
+    from tidbbench.sweep.plan import round_order
     pid, plan, state, _ = aab
     assert state["status"] == "complete"
     rounds = [round_order(["a", "a2", "idxcost"], plan["seed"], r) for r in range(1, 6)]
@@ -343,6 +346,7 @@ def test_plan_interleaves_arms_in_a_seeded_order(aab):
     assert len({tuple(o) for o in rounds}) > 1, "the order does not vary between rounds"
 
 
+@pytest.mark.full
 def test_aa_calls_a_change_only_where_its_p_value_says_so(aab):
     """A vs A. What is certain is tested: a cell shows ~ exactly when its (Holm-adjusted) p is at
     least 0.05, the headline says so, and nothing but the run's identity differs. That every cell
@@ -368,6 +372,7 @@ def test_aa_calls_a_change_only_where_its_p_value_says_so(aab):
     assert md.index("## What differs") < md.index("## Test purpose")
 
 
+@pytest.mark.full
 def test_ab_is_significant_and_names_the_variable_first(aab):
     pid, plan, state, reports = aab
     md = reports["idxcost"]

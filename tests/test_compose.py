@@ -28,6 +28,8 @@ from conftest import stop_process
 from composetools import (CLUSTER_ONLY, DEFAULT_SERVICES, ROOT, assert_reaches, compose,
                           compose_env, container_path, dotenv, everything, free_port, model, tool)
 
+pytestmark = pytest.mark.fast
+
 
 # ---------------------------------------------------------------------------------------
 # docker compose config
@@ -89,11 +91,15 @@ def test_components_advertise_addresses_other_containers_reach():
                         assert_reaches(model("cluster"), ep, f"{name} --path")
 
 
+# the folders compose/secrets.yaml mounts for compose/passwords.py (one volume per reader)
+SECRET_DIRS = ("grafana", "tidb", "k6", "history-db", "history-writer")
+
+
 def test_passwords_are_generated_files_never_settings():
     """No password is a setting or an environment variable: each service reads its own from
     the volume the secrets service fills (compose/passwords.py), which only that service mounts."""
     assert not [k for k in dotenv() if "PASSWORD" in k], ".env must not carry a password"
-    m = model("cluster", "k6", "k6-instances")["services"]
+    m = model("cluster", "k6", "k6-instances", "nightly")["services"]
     for name, svc in m.items():
         for k, v in (svc.get("environment") or {}).items():
             assert "PASSWORD" not in k or k.endswith("__FILE") or k.endswith("_FILE") or k == "mysql_password_file", (name, k)
@@ -110,8 +116,13 @@ def test_passwords_are_generated_files_never_settings():
             if v["type"] == "volume" and v["source"].endswith("-secret"):
                 readers.setdefault(v["source"], set()).add(name)
     assert readers == {"grafana-secret": {"secrets", "grafana"}, "tidb-secret": {"secrets", "tidb"},
-                       "k6-secret": {"secrets", "k6", "k6-instance"}}, readers
-    for name in ("tidb", "grafana"):
+                       "k6-secret": {"secrets", "k6", "k6-instance", "history-nightly"},
+                       "history-db-secret": {"secrets", "history-db"},
+                       "history-writer-secret": {"secrets", "history-nightly"}}, readers
+    # Grafana's History data source: the reader's password from its file, the address set
+    assert g["environment"]["GF_TBS_HISTORY_DB_PASSWORD__FILE"] == "/run/secrets/tbs/history_reader_password"
+    assert g["environment"]["HISTORY_DB_URL"] == "history-db:5432"
+    for name in ("tidb", "grafana", "history-db"):
         assert m[name]["depends_on"]["secrets"]["condition"] == "service_completed_successfully"
 
 
@@ -120,7 +131,7 @@ def test_secrets_makes_keeps_and_prints_passwords(tmp_path):
     time, the same ones later, TiDB's init.sql with the set's statements, root's password and
     the sbtest user; `login` and `password NAME` print them, a bad command says what is valid."""
     out = tmp_path / "secrets"
-    for d in ("grafana", "tidb", "k6"):
+    for d in SECRET_DIRS:
         (out / d).mkdir(parents=True)
     env = {**os.environ, "TBS_SECRETS_DIR": str(out), "TBS_CONFIG_DIR": str(ROOT / "compose/config"),
            "CLUSTER_CONFIG": "seed"}
@@ -141,11 +152,24 @@ def test_secrets_makes_keeps_and_prints_passwords(tmp_path):
     assert f"CREATE USER IF NOT EXISTS 'sbtest'@'%' IDENTIFIED BY '{pw['sbtest']}';" in init
     assert oct((out / "tidb/init.sql").stat().st_mode & 0o777) == "0o400"
     assert (out / "grafana/grafana_admin_password").stat().st_uid == 472
+    # the history store's: superuser, writer (+ its connection string), Grafana's reader
+    hpw = {n: (out / f).read_text() for n, f in (("admin", "history-db/admin_password"),
+                                                 ("writer", "history-writer/writer_password"),
+                                                 ("reader", "grafana/history_reader_password"))}
+    assert len(set(hpw.values()) | set(pw.values())) == 6 and not [v for v in hpw.values() if v in first]
+    assert (out / "history-db/admin_password").stat().st_uid == 999  # the PostgreSQL image's postgres
+    assert (out / "grafana/history_reader_password").stat().st_uid == 472
+    assert (out / "history-db/passwords.sql").read_text() == \
+        f"\\set writer_password '{hpw['writer']}'\n\\set reader_password '{hpw['reader']}'\n"
+    assert oct((out / "history-db/passwords.sql").stat().st_mode & 0o777) == "0o400"
+    assert (out / "history-writer/conninfo").read_text() == (
+        f"host=history-db port=5432 dbname=tbs_history user=tbs_history_writer password={hpw['writer']}\n")
     run("ensure")
     assert {n: (out / f).read_text() for n, f in (("grafana", "grafana/grafana_admin_password"),
             ("root", "tidb/root_password"), ("sbtest", "k6/sbtest_password"))} == pw, "passwords changed"
     login = run("login").stdout
     assert all(v in login for v in pw.values()) and "user admin" in login
+    assert hpw["writer"] in login and hpw["reader"] in login and hpw["admin"] not in login
     assert run("password", "sbtest").stdout.strip() == pw["sbtest"]
     bad = run("password", "nope", check=False)
     assert bad.returncode != 0 and "'nope'" in bad.stderr and "grafana, tidb-root, sbtest" in bad.stderr
@@ -313,6 +337,7 @@ def test_seed_config_carries_the_seed_reports_parameters():
         assert "CREATE DATABASE IF NOT EXISTS sbtest" in (ROOT / "compose/config" / s / "init.sql").read_text()
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("config_set", ["default", "seed"])
 def test_tidb_starts_with_the_compose_flags_and_runs_init_sql(tmp_path, config_set):
     """tidb-server (our module build) runs with the compose service's own flags (storage and
@@ -341,7 +366,7 @@ def test_tidb_starts_with_the_compose_flags_and_runs_init_sql(tmp_path, config_s
             vol = [v for v in svc["volumes"] if v["type"] == "volume" and val.startswith(v["target"] + "/")]
             assert [v["source"] for v in vol] == ["tidb-secret"], svc["volumes"]
             out = tmp_path / "secrets"
-            for d in ("grafana", "tidb", "k6"):
+            for d in SECRET_DIRS:
                 (out / d).mkdir(parents=True)
             subprocess.run([sys.executable, str(ROOT / "compose/passwords.py"), "ensure"], check=True,
                            capture_output=True, env={**os.environ, "TBS_SECRETS_DIR": str(out),

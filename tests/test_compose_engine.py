@@ -10,6 +10,12 @@ k6/Dockerfile. The clean copy gets tests/compose-engine/compose.override.yaml as
 compose.override.yaml (compose merges it by itself): it moves the published ports out of the
 local stack's way, runs the TiDB stand-in on unistore, and leaves out what cannot run here
 (PD, TiKV, Grafana, its renderer, Alloy). The test prints both lists.
+
+The commands are the documented ones, read from the markdown (tests/doccmds.py): README.md's
+compose block (docs/compose.md's Quickstart is the same list), run as written: `up -d`, the
+prepare and the 2-step oltp.js, `secrets login`, `scripts/compose-smoke`; docs/compose.md's
+`scripts/compose-k6` line; only the final `down -v` adds `--profile k6 --remove-orphans`: the
+override leaves out Alloy, so here only the k6 service (profile k6) names the k6-logs volume.
 """
 import json
 import os
@@ -24,12 +30,42 @@ from pathlib import Path
 import pymysql
 import pytest
 
+from doccmds import compose_commands
+
+pytestmark = pytest.mark.full
+
 ROOT = Path(__file__).resolve().parent.parent
 OVERRIDE = ROOT / "tests/compose-engine/compose.override.yaml"
 PROJECT = "tidb-bench"  # compose.yaml's name
 NOT_HERE = ["pd", "tikv", "grafana", "grafana-renderer", "alloy"]
-TESTID = "engine-" + time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-SMALL = ["-e", "tables=2", "-e", "table_size=1000"]
+
+
+def documented():
+    """README.md's compose commands, by step: {'up': [...], 'prepare': [...], 'run': [...],
+    'login': [...], 'smoke': [...], 'down': [...]}, each the words after `docker compose` (the
+    smoke check: its own words); checks docs/compose.md's Quickstart lists the same."""
+    readme = compose_commands(ROOT / "README.md")
+    quick = compose_commands(ROOT / "docs/compose.md", "### Quickstart")
+    assert quick == readme[:len(quick)], f"docs/compose.md's Quickstart {quick} is not README.md's {readme}"
+    steps = {}
+    for words in readme:
+        args = words[2:] if words[:2] == ["docker", "compose"] else words
+        key = ("up" if args[:1] == ["up"] else "prepare" if "prepare.js" in args else "run" if "oltp.js" in args
+               else "login" if args[-1:] == ["login"] else "smoke" if args == ["scripts/compose-smoke"]
+               else "down" if "down" in args else None)
+        assert key and key not in steps, f"README.md's compose block: unexpected {' '.join(words)}"
+        steps[key] = args
+    assert list(steps) == ["up", "prepare", "run", "login", "smoke", "down"], steps
+    return steps
+
+
+def documented_compose_k6():
+    (words,) = [w for w in compose_commands(ROOT / "docs/compose.md", "### k6 on the host against compose")
+                if w[0] == "scripts/compose-k6"]
+    return words
+
+
+DOC = documented()
 
 
 def docker_bin():
@@ -142,7 +178,7 @@ def stack(tmp_path_factory):
     c = Compose(work)
     t0 = time.monotonic()
     try:
-        c.run("up", "-d", timeout=300)
+        c.run(*DOC["up"], timeout=300)
         states = wait_ready(c)
         c.log.append(f"up until every service ready: {time.monotonic() - t0:.0f} s")
         yield c, states
@@ -153,41 +189,52 @@ def stack(tmp_path_factory):
 
 def test_up_starts_every_service_and_one_shots_exit_0(stack):
     c, states = stack
-    want_running = {"tidb", "prometheus", "loki", "node-exporter"}
+    want_running = {"tidb", "prometheus", "loki", "node-exporter", "history-db"}
     want_done = {"env-check", "secrets", "prometheus-targets", "pingcap-dashboards-src", "pingcap-dashboards"}
     assert {s for s, v in states.items() if v[0] == "running"} == want_running, states
     assert {s for s, v in states.items() if v[0] == "exited" and v[2] == 0} == want_done, states
     assert not set(NOT_HERE) & set(states)
 
 
+def test_the_documented_compose_commands_are_these():
+    """What this test runs is README.md's compose block, which docs/compose.md's Quickstart repeats
+    (read from the markdown, no engine needed)."""
+    assert DOC["up"] == ["up", "-d"] and DOC["login"] == ["run", "--rm", "--no-deps", "secrets", "login"]
+    assert DOC["prepare"][:5] == ["run", "--rm", "k6", "run", "prepare.js"]
+    assert DOC["run"][:5] == ["run", "--rm", "k6", "run", "oltp.js"] and "threads=2,4" in DOC["run"]
+    assert DOC["down"] == ["down", "-v"]
+    assert documented_compose_k6()[:3] == ["scripts/compose-k6", "run", "k6/oltp.js"]
+
+
 @pytest.fixture(scope="module")
 def ran(stack):
-    """What the user types next: prepare, then a run of two thread steps."""
+    """What the user types next, as README.md says: prepare, then a run of two thread steps."""
     c, _ = stack
-    c.run("run", "--rm", "k6", "run", "prepare.js", *SMALL, timeout=300)
-    p = c.run("run", "--rm", "k6", "run", "oltp.js", *SMALL, "-e", "threads=2,4", "-e", "time=5",
-              "-e", f"testid={TESTID}", timeout=300)
-    return c, p.stdout + p.stderr
+    c.run(*DOC["prepare"], timeout=300)
+    p = c.run(*DOC["run"], timeout=300)
+    out = p.stdout + p.stderr
+    m = re.search(r"testid=(\S+) workload=", out)
+    assert m, f"the run printed no testid:\n{out[-3000:]}"
+    return c, out, m.group(1)
 
 
 def test_k6_prepare_and_a_two_step_run_land_in_compose_prometheus(ran):
-    c, out = ran
-    assert f"testid={TESTID}" in out
+    c, out, testid = ran
     prom = c.port("prometheus", 9090)
     steps = []
     for _ in range(10):  # the last push interval
-        steps = prom_query(prom, f'max by (threads) (max_over_time(k6_oltp_marker{{testid="{TESTID}", event="step_start"}}[10m]))')
+        steps = prom_query(prom, f'max by (threads) (max_over_time(k6_oltp_marker{{testid="{testid}", event="step_start"}}[10m]))')
         if len(steps) == 2:
             break
         time.sleep(2)
     assert sorted(int(s["metric"]["threads"]) for s in steps) == [2, 4], steps
-    queries = prom_query(prom, f'sum(max_over_time(k6_oltp_queries_total{{testid="{TESTID}"}}[10m]))')
+    queries = prom_query(prom, f'sum(max_over_time(k6_oltp_queries_total{{testid="{testid}"}}[10m]))')
     assert queries and float(queries[0]["value"][1]) > 0, queries
     # the run's own lines, kept per testid by the image's entrypoint for Alloy (which cannot run
     # here) to ship with the label testid
-    log = c.run("run", "--rm", "--no-deps", "--entrypoint", "cat", "k6", f"/var/log/tbs-k6/runs/{TESTID}.log").stdout
-    assert f"testid={TESTID}" in log and log.count("\n") > 5, log[-2000:]
-    summary = json.loads((c.dir / "results" / f"{TESTID}.json").read_text())
+    log = c.run("run", "--rm", "--no-deps", "--entrypoint", "cat", "k6", f"/var/log/tbs-k6/runs/{testid}.log").stdout
+    assert f"testid={testid}" in log and log.count("\n") > 5, log[-2000:]
+    summary = json.loads((c.dir / "results" / f"{testid}.json").read_text())
     assert summary["options"]["mysql_user"] == "sbtest" and "mysql_password" not in summary["options"]
 
 
@@ -220,10 +267,11 @@ def test_pingcaps_dashboards_are_written_for_grafana(stack):
 
 
 def test_passwords_are_generated_and_never_shown(ran):
-    c, _ = ran
-    login = c.run("run", "--rm", "--no-deps", "secrets", "login").stdout
+    c, _, _ = ran
+    login = c.run(*DOC["login"]).stdout
     pw = dict(re.findall(r"user (\w+)\s+password (\S+)", login))
-    assert set(pw) == {"admin", "root", "sbtest"} and len(set(pw.values())) == 3, login
+    assert set(pw) == {"admin", "root", "sbtest", "tbs_history_writer", "tbs_history_reader"}, login
+    assert len(set(pw.values())) == 5, login
     assert all(len(v) >= 24 for v in pw.values())
     host, port = c.port("tidb", 4000)
     with pytest.raises(pymysql.err.OperationalError):  # root has a password now
@@ -252,16 +300,50 @@ def test_passwords_are_generated_and_never_shown(ran):
             assert secret not in text, f"{who}'s password appears in {where}"
 
 
+def test_the_history_store_takes_a_push_and_its_reader_only_reads(stack, tmp_path):
+    """history-db (compose/history.yaml, its own entrypoint on the PostgreSQL stand-in): the
+    writer pushes an index through the published port with the generated password, a second
+    push changes nothing, the reader reads and may not write; the superuser's password is
+    nowhere but its volume."""
+    import psycopg
+
+    import storetools as ht
+    from tidbbench.history import pg as historypg
+    c, _ = stack
+    login = c.run("run", "--rm", "--no-deps", "secrets", "login").stdout
+    pw = dict(re.findall(r"user (\w+)\s+password (\S+)", login))
+    host, port = c.port("history-db", 5432)
+    conninfo = tmp_path / "writer.conninfo"
+    conninfo.write_text(f"host={host} port={port} dbname=tbs_history user=tbs_history_writer "
+                        f"password={pw['tbs_history_writer']}\n")
+    conninfo.chmod(0o600)
+    runs = [ht.run_row(i) for i in range(3)]
+    idx = ht.make_index(tmp_path / "history.sqlite", runs, [ht.point_row(r, "oltp_point_select", 2, 900.0 + i, 3.0)
+                                                           for i, r in enumerate(runs)])
+    assert historypg.push(idx, conninfo) == 6
+    assert historypg.push(idx, conninfo) == 6
+    with psycopg.connect(host=host, port=port, dbname="tbs_history", user="tbs_history_reader",
+                         password=pw["tbs_history_reader"], connect_timeout=5) as db:
+        assert db.execute("SELECT count(*), min(qps) FROM points").fetchone() == (3, 900.0)
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            db.execute("DELETE FROM points")
+    with pytest.raises(psycopg.OperationalError):  # no login without the password
+        psycopg.connect(host=host, port=port, dbname="tbs_history", user="postgres", password="",
+                        connect_timeout=5).close()
+
+
 def test_our_k6_on_the_host_runs_against_compose(ran):
     """scripts/compose-k6: our k6 built on the host (bin/k6), the compose TiDB as sbtest with the
     generated password by file, samples to compose's Prometheus."""
-    c, _ = ran
-    testid = TESTID + "-host"
+    c, _, _ = ran
     env = dict(clean_env(), K6_BIN=str(ROOT / "bin/k6"))
-    p = subprocess.run([str(c.dir / "scripts/compose-k6"), "run", "k6/oltp.js", *SMALL, "-e", "threads=1",
-                        "-e", "time=2", "-e", f"testid={testid}"], cwd=c.dir, env=env,
+    words = documented_compose_k6()  # docs/compose.md's command, as written
+    p = subprocess.run([str(c.dir / words[0]), *words[1:]], cwd=c.dir, env=env,
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    m = re.search(r"testid=(\S+) workload=", p.stdout + p.stderr)
+    assert m, f"the run printed no testid:\n{p.stdout[-3000:]}"
+    testid = m.group(1)
     prom = c.port("prometheus", 9090)
     got = []
     for _ in range(10):
@@ -274,8 +356,8 @@ def test_our_k6_on_the_host_runs_against_compose(ran):
 
 
 def test_the_users_smoke_check_passes(ran):
-    c, _ = ran
-    p = subprocess.run([str(c.dir / "scripts/compose-smoke")], cwd=c.dir, env=clean_env(),
+    c, _, _ = ran
+    p = subprocess.run([str(c.dir / DOC["smoke"][0])], cwd=c.dir, env=clean_env(),
                        capture_output=True, text=True, timeout=300)
     print(p.stdout)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -289,6 +371,8 @@ def test_the_users_smoke_check_passes(ran):
 
 
 def test_down_v_leaves_nothing_of_the_project(ran):
-    c, _ = ran
-    c.run("--profile", "k6", "down", "-v", "--remove-orphans", timeout=180)
+    c, _, _ = ran
+    # README.md's `down -v`, with the k6 profile named: the override leaves out Alloy, the other
+    # user of the k6-logs volume (see the module's docstring)
+    c.run("--profile", "k6", *DOC["down"], "--remove-orphans", timeout=180)
     assert project_leftovers() == {}

@@ -1,5 +1,5 @@
 """The k6 image and service of compose, Alloy's configuration (checked by bin/alloy-check
-against the table of Alloy's documentation, compose/alloy/check) and the docs of the compose
+against the table of Alloy's documentation, tests/tools/alloycheck) and the docs of the compose
 stack (tests/test_compose.py says how the compose files are tested)."""
 import json
 import os
@@ -12,6 +12,10 @@ import subprocess
 
 from composetools import (ROOT, assert_reaches, bind_mounts, container_path, dotenv, everything,
                           model, tool)
+
+import pytest
+
+pytestmark = pytest.mark.fast
 
 
 # ---------------------------------------------------------------------------------------
@@ -97,6 +101,7 @@ def test_k6_image_runtime_stage():
     assert set(k for k in env if k[0].islower()) <= k6_option_names()
 
 
+@pytest.mark.full
 def test_k6_image_build_stage_builds_our_k6_from_the_repo(tmp_path):
     """Runs the Dockerfile's build stage on the repo: its COPYs into a scratch build context
     of k6/, then its RUN commands, the `go build` writing to a temp file; the binary must be
@@ -257,7 +262,7 @@ def test_docs_describe_the_stack_as_built():
     ones; its `docker compose` commands name only profiles and services that exist; the
     settings it names are .env's."""
     doc = (ROOT / "docs/compose.md").read_text()
-    models = {"": model(), "cluster": model("cluster"), "all": model("cluster", "k6", "k6-instances")}
+    models = {"": model(), "cluster": model("cluster"), "all": model("cluster", "k6", "k6-instances", "nightly")}
     published = {int(p["published"]) for m in models.values() for s in m["services"].values()
                  for p in s.get("ports") or []}
     assert set(int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", doc)) == published

@@ -1,24 +1,34 @@
 """Issue 10: the Python side reads the shared contract instead of keeping copies:
 k6/contract.json (workloads, options, the testid rule, timing) and contract/promql.json (the
 per-step PromQL)."""
+import importlib.util
 import json
 
 import pytest
 
 from conftest import ROOT
 
-from tbsreport import ReportError, commands, contract, fmt, manifest, prom, sweep
+from tidbbench import ReportError, commands, contract
+from tidbbench.report import fmt, manifest, prom
+from tidbbench.gen import docs as gen_docs
+from tidbbench.sweep import plan, sweep
+
+pytestmark = pytest.mark.fast
 
 C = json.loads((ROOT / "k6/contract.json").read_text())
 Q = json.loads((ROOT / "contract/promql.json").read_text())
 
 
 def test_workloads_options_and_testid_rule_are_the_contracts():
-    assert sweep.WORKLOADS == C["workloads"] and len(C["workloads"]) == 11
+    assert sweep.WORKLOADS == list(C["workloads"]) and sweep.WORKLOADS
     assert commands.DEFAULTS == {k: v["default"] for k, v in C["options"].items()}
     assert manifest.ID_RE.pattern == C["testid"]["pattern"]
-    # every workload has a seed-style title, none falls back to the generic one by accident
-    assert len({fmt.workload_name(w) for w in C["workloads"]}) == 11
+    # every workload has a seed-style title of its own; a declared title wins over the name's
+    titles = [fmt.workload_name(w) for w in C["workloads"]]
+    assert len(set(titles)) == len(titles), titles
+    assert fmt.workload_name("oltp_update_non_index") == C["workloads"]["oltp_update_non_index"]["title"]
+    # the option workload's valid values are the declared workloads, kept nowhere else
+    assert "valid" not in C["options"]["workload"] and contract.valid("workload") == list(C["workloads"])
 
 
 def test_the_testid_limit_is_the_contracts_everywhere(tmp_path):
@@ -64,3 +74,38 @@ def test_step_queries_are_the_contracts_templates():
 def test_a_grouped_query_for_a_table_of_steps():
     q = contract.step_query("quantile", "testid=\"$run\"", "$__range", 0.95, " by (threads) ")
     assert q == 'histogram_quantile(0.95, sum by (threads) (last_over_time(k6_oltp_latency_seconds{testid="$run"}[$__range])))'
+
+
+TOY = '    "oltp_toy": {"trx": true, "event": ["point_selects", "index_updates"], "tables_after": "sum_k"},'
+
+
+def test_adding_a_workload_follows_the_recipe(tmp_path, monkeypatch):
+    """docs/ARCHITECTURE.md's "Adding a workload", applied to a copy of k6/contract.json (one line;
+    k6/jstest's TestAddingAWorkloadFollowsTheRecipe applies the same line for the k6 side): the
+    sweep and the plans take it, docs/options.md's generator lists it, the report titles it, the
+    parity tests compare it with sysbench by its declared tables_after."""
+    text = (ROOT / "k6/contract.json").read_text()
+    anchor = '  "workloads": {\n'
+    assert text.count(anchor) == 1
+    toy = tmp_path / "contract.json"
+    toy.write_text(text.replace(anchor, anchor + TOY + "\n", 1))
+    monkeypatch.setattr(contract, "CONTRACT", toy)
+    contract.contract.cache_clear()
+    try:
+        assert contract.workloads()[0] == "oltp_toy" and contract.valid("workload")[0] == "oltp_toy"
+        sweep.parse_args(["--workloads", "oltp_toy,oltp_read_write", "--threads", "2"])
+        with pytest.raises(ReportError, match="valid: oltp_toy, oltp_point_select"):
+            sweep.parse_args(["--workloads", "oltp_toys", "--threads", "2"])
+        plan_file = tmp_path / "plan.json"
+        plan_file.write_text(json.dumps({"workloads": ["oltp_toy"], "threads": [2], "arms": [{"name": "a"}, {"name": "b"}]}))
+        assert plan.load(plan_file)["workloads"] == ["oltp_toy"]
+        assert fmt.workload_name("oltp_toy") == "Toy"
+        doc_table = gen_docs.table(contract.contract())
+        assert "(`oltp_toy`, `oltp_point_select`," in doc_table
+        assert gen_docs.table(C) != doc_table  # the generated page changes: the recipe's second file
+        spec = importlib.util.spec_from_file_location("parity_for_recipe", ROOT / "tests/test_parity.py")
+        parity = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(parity)
+        assert ("oltp_toy", {}, "sum_k") in parity.CASES
+    finally:
+        contract.contract.cache_clear()

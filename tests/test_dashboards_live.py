@@ -17,6 +17,8 @@ import urllib.request
 
 import pytest
 
+pytestmark = pytest.mark.full
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 import dashtools as dt  # noqa: E402
 
@@ -113,7 +115,8 @@ def runs(read_write_runs):
 
 @pytest.fixture(scope="module")
 def dashboards():
-    return dt.load_dashboards()
+    # the dashboards of Prometheus' and Loki's series (History's SQL: tests/test_history_dashboard.py)
+    return dt.load_dashboards(sql=False)
 
 
 def values_for(dash, r, other=None, now=None):

@@ -1,12 +1,16 @@
 """Issue 10: the option table of docs/options.md is generated from k6/contract.json
-(scripts/lib/gen_docs.py); it fails here when either changes without the other."""
+(tidbbench/gen/docs.py); it fails here when either changes without the other."""
 import copy
 import json
 import subprocess
 import sys
 
 from conftest import ROOT
-from tbsreport import gen_docs
+from tidbbench.gen import docs as gen_docs
+
+import pytest
+
+pytestmark = pytest.mark.fast
 
 CONTRACT = json.loads((ROOT / "k6/contract.json").read_text())
 DOC = ROOT / "docs/options.md"  # the page with the generated table (gen_docs.DOC)
@@ -14,7 +18,7 @@ DOC = ROOT / "docs/options.md"  # the page with the generated table (gen_docs.DO
 
 def test_the_table_is_the_contracts():
     assert gen_docs.DOC == DOC
-    p = subprocess.run([sys.executable, str(ROOT / "scripts/lib/gen_docs.py"), "--check"], capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "tidbbench.gen.docs", "--check"], capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 0, p.stderr
 

@@ -11,6 +11,10 @@ from conftest import TARGETS, fresh_db, k6, prom, prom_wait, run_testid, sql, su
 # when it lands inside a writing transaction)
 from tbstools.cutproxy import CutProxy as CuttingProxy
 
+import pytest
+
+pytestmark = pytest.mark.full
+
 
 def prepared(target, tables=2, rows=2000):
     db = fresh_db(target, f"sbtest_err_{target}_{int(time.time() * 1000) % 10**9}")

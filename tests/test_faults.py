@@ -17,6 +17,8 @@ import pytest
 from conftest import ROOT
 from tbstools import faultkit as fs
 
+pytestmark = pytest.mark.full
+
 
 @pytest.fixture(scope="module")
 def sb(tmp_path_factory, stack):

@@ -1,5 +1,5 @@
 """One run split over several k6 processes (issue 12): `scripts/k6 run --instances N`, the merge
-(scripts/lib/tbsreport/merge.py) and the report's load generators.
+(tidbbench/merge.py) and the report's load generators.
 
 - on the local stack: 3 k6 instances against the local TiDB (tables prepared in the test's own
   database): per-step totals in Prometheus, in the merged results and in the report equal the
@@ -28,8 +28,10 @@ import pytest
 from conftest import ROOT, fresh_db, k6, prom, prom_wait
 from test_report_helpers import md_tables_after, run_report
 
-from tbsreport import merge as M
-from tbsreport.k6env import read_k6_env
+from tidbbench import merge as M
+from tidbbench.k6env import read_k6_env
+
+pytestmark = pytest.mark.fast
 
 RESULTS = ROOT / "results"
 DB = "sbtest_instances"
@@ -117,6 +119,7 @@ def killed_run(tables, split_run):
 
 # ---------------------------------------------------------------- 3 instances, all finish
 
+@pytest.mark.full
 def test_merged_totals_are_the_sum_of_the_instance_files(split_run):
     testid, out = split_run
     files = files_of(testid)
@@ -144,6 +147,7 @@ def test_merged_totals_are_the_sum_of_the_instance_files(split_run):
     print(f"{testid}: " + ", ".join(f"{t} threads {step(merged, t)['qps']:.1f} QPS" for t in THREADS))
 
 
+@pytest.mark.full
 def test_merged_p95_from_the_summed_histograms(split_run):
     testid, _ = split_run
     files = files_of(testid)
@@ -169,6 +173,7 @@ def test_merged_p95_from_the_summed_histograms(split_run):
             assert ratio <= P95_TOLERANCE, (t, pp95, ms["latency_ms"]["p95"])
 
 
+@pytest.mark.full
 def test_prometheus_totals_equal_the_files(split_run):
     testid, _ = split_run
     files = files_of(testid)
@@ -180,6 +185,7 @@ def test_prometheus_totals_equal_the_files(split_run):
             assert prom_total(testid, ms, f',instance_id="{i}"') == step(d, t)["queries"]["total"], (t, i)
 
 
+@pytest.mark.full
 def test_one_set_of_markers(split_run):
     testid, _ = split_run
     for event in ("run_start", "run_end"):
@@ -191,6 +197,7 @@ def test_one_set_of_markers(split_run):
             assert r and float(r[0]["value"][1]) == 1, (t, event, r)
 
 
+@pytest.mark.full
 def test_report_of_the_split_run(split_run, tmp_path):
     testid, _ = split_run
     merged = json.loads((RESULTS / f"{testid}.json").read_text())
@@ -216,6 +223,7 @@ def cpu_busy(testid, s, inst):
     return float(r[0]["value"][1]) / (rng / 1000)
 
 
+@pytest.mark.full
 def test_report_warns_when_a_load_generator_was_cpu_saturated(split_run, tmp_path):
     """The real run's CPU figures against the instances' usable cores: with the cores they had
     (2, GOMAXPROCS=1) no warning; the same figures with instance 0's usable cores set just under
@@ -248,6 +256,7 @@ def test_report_warns_when_a_load_generator_was_cpu_saturated(split_run, tmp_pat
     assert f"instance 0 on {facts['hostname']}: k6 used {busy[6]:.2f}" in (tmp_path / "d" / "report.md").read_text()
 
 
+@pytest.mark.full
 def test_every_instance_reports_its_cpu_to_prometheus(split_run):
     """docs/CONTRACT.md: k6_oltp_client_cpu_seconds_total per process (instance_id)."""
     testid, _ = split_run
@@ -262,6 +271,7 @@ def test_every_instance_reports_its_cpu_to_prometheus(split_run):
 
 # ---------------------------------------------------------------- one instance dies
 
+@pytest.mark.full
 def test_killed_instance_fails_the_launcher_and_is_named(killed_run):
     testid, rc, out, killed_at = killed_run
     assert rc == 137, out[-3000:]
@@ -278,6 +288,7 @@ def test_killed_instance_fails_the_launcher_and_is_named(killed_run):
     assert "during the 6-thread step" in out
 
 
+@pytest.mark.full
 def test_killed_run_figures_are_those_of_the_instances_that_ran(killed_run, tmp_path):
     testid, _, _, _ = killed_run
     files = files_of(testid)
@@ -411,6 +422,7 @@ def stack_env(**extra):
     return env
 
 
+@pytest.mark.full
 def test_compose_entrypoint_splits_one_run(tables):
     """The replicas' entrypoint (compose/k6/instance.sh) run here twice at once with our k6, as
     two containers would: each claims its own segment; the merge sums both."""

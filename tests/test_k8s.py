@@ -3,7 +3,7 @@ Prometheus scrape jobs for a TiDB Operator cluster, checked offline with real va
 (scripts/test-setup.d/70-k8s.sh pins them in .stack/venv-k8s):
 
 - check-jsonschema against the openAPIV3Schema of k6-operator's TestRun CRD
-  (/work/shared/fixtures or tests/fixtures: k6.io_testruns.yaml), made strict (unknown fields
+  (../shared/fixtures beside the checkout, or $TBS_FIXTURES: k6-operator/k6.io_testruns.yaml), made strict (unknown fields
   rejected), with broken TestRuns as negative controls;
 - kubernetes-validate --strict (Kubernetes 1.37's schemas) on the PVC, the reader pod, the RBAC
   objects, and on the runner pod k6-operator builds from a TestRun (its env, resources, volumes);
@@ -21,9 +21,10 @@ import yaml
 
 from conftest import ROOT, STATE
 
+pytestmark = pytest.mark.fast
+
 VENV = STATE / "venv-k8s" / "bin"
-CRD_PATHS = [Path(os.environ.get("TBS_FIXTURES", "/work/shared/fixtures")) / "k6-operator/k6.io_testruns.yaml",
-             ROOT.parent / "shared/fixtures/k6-operator/k6.io_testruns.yaml"]
+CRD_PATHS = [Path(os.environ.get("TBS_FIXTURES") or ROOT.parent / "shared/fixtures") / "k6-operator/k6.io_testruns.yaml"]
 RENDER = ROOT / "k8s/render-testrun"
 IMAGE = "registry.example.com/tidb-bench-k6:v1"
 
@@ -229,8 +230,8 @@ def test_scrape_jobs_pass_promtool_and_are_the_dashboards_jobs(tmp_path):
     r = subprocess.run([promtool(), "check", "config", str(cfg)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     names = [j["job_name"] for j in jobs]
-    # the dashboards' selector config (grafana/tbsdash/base.py's SEL): the jobs our dashboards read
-    gen = (ROOT / "grafana/tbsdash/base.py").read_text()
+    # the selector config (tidbbench/selectors.py's SEL): the jobs our dashboards read
+    gen = (ROOT / "tidbbench/selectors.py").read_text()
     sel = gen[gen.index("SEL = {"):gen.index("}", gen.index("SEL = {"))]
     dash_jobs = set(re.findall(r'job="(\w+)"', sel))
     # (mysqld and process are the local stack's exporters: not part of a TiDB Operator cluster)

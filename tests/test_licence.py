@@ -11,6 +11,10 @@ import sys
 
 from conftest import ROOT
 
+import pytest
+
+pytestmark = pytest.mark.fast
+
 
 def notice_module(root):
     """scripts/notice loaded as a module, reading the pins under `root`."""
@@ -50,7 +54,7 @@ def test_notice_is_generated_from_the_pins():
         assert f"| {versions[key]} |" in notice, key
     env = mod.shell_vars(ROOT / ".env")
     assert f"| {env['TIDB_VERSION']} |" in notice
-    images = [k for k in env if k.endswith("_IMAGE") and k != "K6_IMAGE"]  # K6_IMAGE: ours, built here
+    images = [k for k in env if k.endswith("_IMAGE") and k not in ("K6_IMAGE", "NIGHTLY_IMAGE")]  # ours, built here
     assert len(images) >= 8
     for k in images:
         assert f"| {env[k].rsplit(':', 1)[1]} |" in notice and k in notice, k
@@ -68,7 +72,7 @@ def test_notice_is_generated_from_the_pins():
 
 def test_notice_check_fails_on_drift(tmp_path):
     """A changed pin (here: TiDB's compose version in a copy of .env) makes --check fail."""
-    for rel in ("scripts/lib/versions.sh", "k6/go.mod", ".env", "NOTICE"):
+    for rel in ("scripts/lib/versions.sh", "k6/go.mod", ".env", "tidbbench/requirements.txt", "NOTICE"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, tmp_path / rel)
     mod = notice_module(tmp_path)

@@ -1,6 +1,6 @@
 """PingCAP's own dashboards for the TiDB that runs (issue 13).
 
-Static: grafana/pingcap.py prepares the five dashboards the TiDB module we build carries
+Static: tidbbench/dash/pingcap.py prepares the five dashboards the TiDB module we build carries
 (pkg/metrics/grafana of scripts/lib/versions.sh's TIDB_MODULE_VERSION): the datasource
 placeholder becomes our uid, stable uids, our run annotations and testid variable, PingCAP's
 panels untouched; every PromQL expression of theirs parses with the stack's Prometheus parser.
@@ -29,8 +29,10 @@ import yaml
 
 import dashtools as dt
 from conftest import ROOT, prom_wait
-from tbsdash import base as generate  # annotations(): the run annotations our dashboards carry
-from tbsdash import pingcap
+from tidbbench.dash import base as generate  # annotations(): the run annotations our dashboards carry
+from tidbbench.dash import pingcap
+
+pytestmark = pytest.mark.fast
 
 PROM = "http://127.0.0.1:9090"
 
@@ -54,7 +56,7 @@ def module_dashboards_dir():
 def prepared(tmp_path_factory):
     src = module_dashboards_dir()
     out = tmp_path_factory.mktemp("pingcap")
-    p = subprocess.run([sys.executable, str(ROOT / "grafana/pingcap.py"), "--src", src, "--out", str(out),
+    p = subprocess.run([sys.executable, "-m", "tidbbench.dash.pingcap", "--src", src, "--out", str(out),
                         "--only", ",".join(pingcap.LOCAL)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     dashes = {n: json.loads((out / f"{n}.json").read_text()) for n in pingcap.LOCAL}
@@ -155,12 +157,13 @@ def test_compose_prepares_the_initializer_images_dashboards_of_tidb_version():
     svc = m["services"]["pingcap-dashboards"]
     assert svc["depends_on"]["pingcap-dashboards-src"]["condition"] == "service_completed_successfully"
     cmd = svc["command"]
-    assert cmd[:2] == ["python3", "/opt/tbs/grafana/pingcap.py"]
+    assert cmd[:3] == ["python3", "-m", "tidbbench.dash.pingcap"] and svc["working_dir"] == "/opt/tbs"
     src = cmd[cmd.index("--src") + 1]
     out = cmd[cmd.index("--out") + 1]
     mounts = {v["target"]: v for v in svc["volumes"]}
     assert mounts[src]["source"] == src_vol["source"] and mounts[src]["read_only"]
-    assert mounts["/opt/tbs/grafana"]["source"] == str(ROOT / "grafana") and mounts["/opt/tbs/grafana"]["read_only"]
+    pkg = mounts["/opt/tbs/tidbbench"]
+    assert pkg["source"] == str(ROOT / "tidbbench") and pkg["read_only"]
     assert mounts[out]["type"] == "volume"
     g = m["services"]["grafana"]
     assert g["depends_on"]["pingcap-dashboards"]["condition"] == "service_completed_successfully"
@@ -234,6 +237,7 @@ def tidb_run(read_write_runs):
     return m["run_start"] / 1000, m["run_end"] / 1000
 
 
+@pytest.mark.full
 def test_share_of_official_panels_with_data_after_a_run(prepared, tidb_run, capsys):
     _, dashes, _ = prepared
     start, end = tidb_run

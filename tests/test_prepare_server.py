@@ -13,6 +13,8 @@ import pytest
 from conftest import k6, fresh_db, sql
 from test_rand import chi2_critical as rand_chi2_critical, merged_bins, sysbench
 
+pytestmark = pytest.mark.full
+
 SIZE = 100_000     # rows, and the range of k
 BIN = 100          # k binned by 100: 1000 bins
 DRAWS = SIZE

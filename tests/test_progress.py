@@ -6,6 +6,10 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.full
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -11,6 +11,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.full
+
 N = 1000          # keys 1..N
 DRAWS = 200_000
 Z_001 = 3.090     # one-sided normal quantile for alpha = 0.001

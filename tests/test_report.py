@@ -8,6 +8,7 @@
 - bad input: unknown testid, a testid Prometheus has no data for, two runs with no workload
   in common, unreachable Prometheus -> message, exit code, no report folder left behind.
 """
+import base64
 import json
 import os
 import re
@@ -22,6 +23,8 @@ from conftest import ROOT, fresh_db, k6, password, run_testid, summary
 from test_report_helpers import (GOLDEN, chromium_screenshot, count_color, decode_png, grafana_standin,
                                  ink_fraction, k6_summary_table, md_tables_after, prometheus_replay, run_report,
                                  run_sweep)
+
+pytestmark = pytest.mark.fast
 
 GOLDEN_ENV = {"SOURCE_DATE_EPOCH": "1795400000", "TBS_STACK_VERSION": "golden (fixed for the test)",
               "GRAFANA_URL": "", "GRAFANA_TOKEN": "", "TBS_PROM_RECORD": ""}
@@ -77,9 +80,16 @@ def test_golden_single_run_with_grafana_snapshots(tmp_path):
     testid = "dev-tidb-oltp_point_select"
     m = json.loads((GOLDEN / "results" / f"{testid}.json").read_text())
     with prometheus_replay() as prom, grafana_standin() as graf:
-        url = graf.url.replace("http://", "http://admin:s3cret@")
+        url = graf.url.replace("http://", "http://admin@")
+        pwfile = tmp_path / "grafana-admin"
+        pwfile.write_text("s3cret\n")
+        # a password in the argument is refused (the process list shows it), before anything is written
+        bad = run_report("--results", str(GOLDEN / "results"), "--prometheus", prom.url,
+                         "--grafana", url.replace("admin@", "admin:s3cret@"), "--out", str(out), testid, env=GOLDEN_ENV)
+        assert bad.returncode == 2 and "a password in an argument shows in the process list" in bad.stderr, bad.stderr
+        assert "s3cret" not in bad.stderr and not out.exists()
         p = run_report("--results", str(GOLDEN / "results"), "--prometheus", prom.url, "--grafana", url,
-                       "--out", str(out), testid, env=GOLDEN_ENV)
+                       "--grafana-password-file", str(pwfile), "--out", str(out), testid, env=GOLDEN_ENV)
     assert p.returncode == 0, p.stderr
     assert not prom.misses, f"queries not in the recording: {prom.misses}"
     check_golden(out / "report.md", "expected-single.md")
@@ -92,7 +102,7 @@ def test_golden_single_run_with_grafana_snapshots(tmp_path):
         q = dict(urllib.parse.parse_qsl(u.query))
         assert q["var-testid"] == testid and int(q["panelId"]) in ids.values()
         assert int(q["from"]) == m["run_start"] - 5000 and int(q["to"]) == m["run_end"] + 5000
-        assert auth and auth.startswith("Basic ")
+        assert auth == "Basic " + base64.b64encode(b"admin:s3cret").decode()  # the user of the URL, the file's password
     assert {int(dict(urllib.parse.parse_qsl(u.query))["panelId"]) for u, _ in renders} == \
         {ids[t] for t in ("QPS by thread step", "p95 and p99 latency", "Mean latency", "Errors by code")}
     snaps = sorted((out / "snapshots").glob("*.png"))
@@ -115,6 +125,7 @@ def test_out_folder_that_is_not_a_report_is_refused(tmp_path):
     assert leftovers(tmp_path, "mine") == ["mine"]
 
 
+@pytest.mark.full
 def test_rewriting_a_report_replaces_it(tmp_path):
     out = tmp_path / "again"
     with prometheus_replay() as prom:
@@ -153,6 +164,7 @@ def maria_sweep(stack, tidb_run, tmp_path_factory):
     return f"sweep-{sid}", manifest, out, p
 
 
+@pytest.mark.full
 def test_single_run_report_matches_k6_summary(tidb_run, tmp_path):
     testid, stdout = tidb_run
     out = RESULTS / f"report-{testid}"  # the default folder
@@ -204,6 +216,7 @@ def test_single_run_report_matches_k6_summary(tidb_run, tmp_path):
         shutil.rmtree(out, ignore_errors=True)
 
 
+@pytest.mark.full
 def test_sweep_writes_manifest_and_runs(maria_sweep):
     sid, manifest, out, p = maria_sweep
     assert manifest["sweep"] == sid and manifest["status"] == "complete"
@@ -217,6 +230,7 @@ def test_sweep_writes_manifest_and_runs(maria_sweep):
     assert "ANALYZE TABLE sbtest2" in p.stdout and "command=cleanup" in p.stdout
 
 
+@pytest.mark.full
 def test_comparison_report_table_and_percent_column(maria_sweep, tidb_run, tmp_path):
     sid, manifest, out, _ = maria_sweep
     md = (out / "report.md").read_text()
@@ -272,6 +286,7 @@ def test_unknown_testid(tmp_path):
     # a testid that is a path: tests/test_bad_input_all.py (report-path)
 
 
+@pytest.mark.full
 def test_testid_without_data_in_prometheus(stack, tmp_path):
     """A real run that did not write to Prometheus (K6_OUT empty): its manifest exists,
     Prometheus has nothing in its time range."""
@@ -291,6 +306,7 @@ def test_testid_without_data_in_prometheus(stack, tmp_path):
     assert not [x for x in RESULTS.iterdir() if x.name.startswith(f".report-{testid}")]
 
 
+@pytest.mark.full
 def test_two_runs_without_a_common_workload(tidb_run, maria_sweep, tmp_path):
     read_only = maria_sweep[1]["runs"][1]["testid"]
     p = run_report("--out", str(tmp_path / "r"), tidb_run[0], read_only)
@@ -300,6 +316,7 @@ def test_two_runs_without_a_common_workload(tidb_run, maria_sweep, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.full
 def test_unreachable_prometheus(tidb_run, tmp_path):
     p = run_report("--prometheus", "http://127.0.0.1:9", "--out", str(tmp_path / "r"), tidb_run[0])
     assert p.returncode == 1 and "cannot reach Prometheus at http://127.0.0.1:9" in p.stderr, p.stderr

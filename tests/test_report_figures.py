@@ -9,10 +9,12 @@ import random
 import pytest
 
 from test_report_helpers import GOLDEN, md_tables_after, prometheus_replay
-from tbsreport import charts, prom
-from tbsreport.fmt import num
-from tbsreport.prom import StepFigures
-from tbsreport.report import Report
+from tidbbench.report import charts, prom
+from tidbbench.report.fmt import num
+from tidbbench.report.prom import StepFigures
+from tidbbench.report.report import Report
+
+pytestmark = pytest.mark.fast
 
 LABELS = ["TiDB v1 [a]", "TiDB v1 [b]"]
 
@@ -22,7 +24,7 @@ LABELS = ["TiDB v1 [a]", "TiDB v1 [b]"]
 def test_the_chart_shows_the_tables_figures_on_the_golden_fixtures(tmp_path, monkeypatch):
     """The golden comparison: what the report hands the chart module is, step by step, the QPS and
     the 95% latency (sysbench's, from the manifests) its tables print, not Prometheus' p95."""
-    from tbsreport.manifest import resolve
+    from tidbbench.report.manifest import resolve
     given = {}
     draw = charts.workload_chart
 

@@ -6,12 +6,15 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.fast
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests/golden/report"
@@ -21,12 +24,12 @@ def run_report(*args, env=None, timeout=300):
     import os
     e = dict(os.environ)
     e.update(env or {})
-    return subprocess.run([sys.executable, str(ROOT / "scripts/report"), *args], capture_output=True, text=True,
+    return subprocess.run([str(ROOT / "scripts/report"), *args], capture_output=True, text=True,
                           env=e, timeout=timeout, cwd=ROOT)
 
 
 def run_sweep(*args, timeout=600):
-    return subprocess.run([sys.executable, str(ROOT / "scripts/sweep"), *args], capture_output=True, text=True,
+    return subprocess.run([str(ROOT / "scripts/sweep"), *args], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
 
 

@@ -9,10 +9,12 @@ import pytest
 
 from conftest import ROOT
 
-from tbsreport import ReportError
-from tbsreport import commands
-from tbsreport.fmt import short_version, workload_name
-from tbsreport.manifest import resolve
+from tidbbench import ReportError
+from tidbbench import commands
+from tidbbench.report.fmt import short_version, workload_name
+from tidbbench.report.manifest import resolve
+
+pytestmark = pytest.mark.fast
 
 
 def k6_help_defaults():

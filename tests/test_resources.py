@@ -8,7 +8,7 @@ process-exporter, k6's k6_oltp_client_cpu_seconds_total) is checked against inde
 figures: the Benchmark run dashboard's step table (a different PromQL: the mean rate over the
 times the step's series exist), k6's own per-step client CPU in the run manifest, and the host's
 busy CPU from node_exporter (the processes cannot have used more). The A vs B report compares
-QPS per core. (k6's CPU saturation warning is tbsreport/loadgen.py's.)
+QPS per core. (k6's CPU saturation warning is tidbbench/report/loadgen.py's.)
 """
 import json
 import re
@@ -18,10 +18,12 @@ import pytest
 
 import dashtools as dt
 from conftest import ROOT, prom, prom_wait
-from tbsreport.manifest import resolve
-from tbsreport.loadgen import usable_cores
-from tbsreport.prom import Prometheus, run_figures
+from tidbbench.report.manifest import resolve
+from tidbbench.report.loadgen import usable_cores
+from tidbbench.report.prom import Prometheus, run_figures
 from test_report_helpers import md_tables_after, run_report
+
+pytestmark = pytest.mark.full
 
 @pytest.fixture(scope="module")
 def runs(read_write_runs):

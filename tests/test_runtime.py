@@ -1,5 +1,5 @@
 """Issue 10: one runtime definition (runtime/stack.json) for both modes. The per-mode files are
-generated from it (scripts/lib/gen_runtime.py); the two modes' Prometheus configs (jobs, target
+generated from it (tidbbench/gen/runtime.py); the two modes' Prometheus configs (jobs, target
 labels, flags), k6's remote-write settings and the log labels are equivalent, in the files and in
 the running local stack and the resolved compose model."""
 import copy
@@ -12,8 +12,12 @@ import urllib.request
 import yaml
 
 from conftest import LOKI, ROOT, STATE
-from tbsreport import gen_runtime
+from tidbbench.gen import runtime as gen_runtime
 from test_compose import model
+
+import pytest
+
+pytestmark = pytest.mark.fast
 
 DEFN = json.loads((ROOT / "runtime/stack.json").read_text())
 MODES = DEFN["modes"]
@@ -22,7 +26,7 @@ MODE_ONLY_LABELS = {"compose": {"compose_profile"}, "local": set()}
 
 
 def gen(*args):
-    return subprocess.run([sys.executable, str(ROOT / "scripts/lib/gen_runtime.py"), *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "tidbbench.gen.runtime", *args], capture_output=True,
                           text=True, timeout=60)
 
 
@@ -39,6 +43,30 @@ def test_a_changed_definition_is_drift():
     diff = {p.relative_to(ROOT).as_posix() for p in before if before[p] != after[p]}
     assert diff == {"prometheus/targets/local/tidb.yml", "compose/alloy/config.alloy"}
     assert "(pd|tikv|tidb|haproxy|k6|mysqld)[0-9]*" in after[ROOT / "compose/alloy/config.alloy"]
+
+
+def test_a_new_scrape_job_is_one_entry_of_the_definition():
+    """Adding a scraped service: one job in runtime/stack.json gives every mode's scrape job
+    (prometheus/prometheus.yml, each mode's targets file, Kubernetes' jobs when it has a
+    `kubernetes` entry); nothing else is edited by hand."""
+    changed = copy.deepcopy(DEFN)
+    changed["prometheus"]["jobs"]["haproxy"] = {
+        "labels": {"component": "haproxy"},
+        "local": {"comment": "none here", "groups": []},
+        "compose": {"comment": "HAProxy's stats", "groups": [{"targets": ["haproxy:8404"]}]},
+        "kubernetes": {"comment": "HAProxy pods", "pod_app_name": "haproxy", "port": 8404}}
+    before, after = gen_runtime.outputs(DEFN), gen_runtime.outputs(changed)
+    diff = {p.relative_to(ROOT).as_posix() for p in after if before.get(p) != after[p]}
+    assert diff == {"prometheus/prometheus.yml", "prometheus/targets/local/haproxy.yml",
+                    "prometheus/targets/compose/haproxy.yml", "prometheus/targets/compose-cluster/haproxy.yml",
+                    "k8s/prometheus/tidb-operator-scrape.yml"}, diff
+    jobs = {j["job_name"]: j for j in yaml.safe_load(after[ROOT / "prometheus/prometheus.yml"])["scrape_configs"]}
+    assert jobs["haproxy"]["file_sd_configs"] == [{"files": ["targets/haproxy.yml"]}]
+    k8s = {j["job_name"]: j for j in yaml.safe_load(after[ROOT / "k8s/prometheus/tidb-operator-scrape.yml"])}
+    assert k8s["haproxy"]["relabel_configs"][0]["regex"] == "haproxy"
+    # the Kubernetes jobs are the definition's jobs with a `kubernetes` entry
+    now = yaml.safe_load((ROOT / "k8s/prometheus/tidb-operator-scrape.yml").read_text())
+    assert [j["job_name"] for j in now] == [j for j, s in DEFN["prometheus"]["jobs"].items() if "kubernetes" in s]
 
 
 def targets(mode):
@@ -88,6 +116,7 @@ def proc_cmdline(pidfile):
     return (ROOT / f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
 
 
+@pytest.mark.full
 def test_local_prometheus_runs_with_the_definitions_flags(stack):
     cmd = proc_cmdline("prometheus.pid")
     assert "prometheus" in cmd[0]
@@ -101,6 +130,7 @@ def k6_env(mode):
     return dict(line.split("=", 1) for line in p.stdout.splitlines())
 
 
+@pytest.mark.full
 def test_k6_remote_write_is_the_same_in_both_modes_with_the_contracts_push_interval(stack):
     push = json.loads((ROOT / "k6/contract.json").read_text())["timing"]["push_interval_s"]
     local, compose = k6_env("local"), k6_env("compose")
@@ -144,6 +174,7 @@ def test_log_labels_are_the_same_in_both_modes():
     assert model("k6")["services"]["k6"]["environment"]["TBS_RUN_LOGS"] == runs["compose"]
 
 
+@pytest.mark.full
 def test_local_logs_arrive_with_the_definitions_labels(stack):
     with urllib.request.urlopen(f"{LOKI}/loki/api/v1/labels", timeout=10) as r:
         names = set(json.load(r)["data"])
@@ -157,6 +188,7 @@ def test_local_logs_arrive_with_the_definitions_labels(stack):
     assert "tidb" in seen and seen <= set(DEFN["logs"]["local"]) | {DEFN["logs"]["runs"]["service"]}, seen
 
 
+@pytest.mark.full
 def test_a_runs_k6_lines_arrive_with_its_testid(stack):
     """scripts/k6 writes a run's lines to logs/k6-runs/<testid>.log too; promtail ships them as
     service k6-run with the label testid, which the Logs dashboard's run panel selects on."""
@@ -190,7 +222,7 @@ def test_grafana_gets_the_same_settings_in_both_modes():
     stack = (ROOT / "scripts/stack").read_text()
     start = stack[stack.index("start_grafana() {"):]
     start = start[:start.index("\n}\n")]
-    assert "gen_runtime.py\" --grafana-env" in start
+    assert "tbs_py tidbbench.gen.runtime --grafana-env" in start
     assert not [k for k in shared if k in start], "scripts/stack sets a shared Grafana setting itself"
 
 
@@ -214,9 +246,10 @@ def test_ports_are_one_set_for_both_modes():
     assert both >= 4  # tidb, prometheus, loki, grafana
 
 
+@pytest.mark.full
 def test_the_local_services_listen_on_the_definitions_ports(stack):
     import socket
     for svc in ("tidb", "tidb_status", "mariadb", "prometheus", "loki", "node_exporter", "promtail",
-                "mysqld_exporter", "process_exporter"):
+                "mysqld_exporter", "process_exporter", "history_db"):
         with socket.create_connection(("127.0.0.1", DEFN["ports"]["local"][svc]), timeout=5):
             pass

@@ -19,6 +19,8 @@ import pytest
 from conftest import LOKI, PROM, ROOT, STATE, k6, run_testid
 from tbstools.drive import k6_child
 
+pytestmark = pytest.mark.full
+
 
 def secrets():
     """Every generated secret of the stack: sbtest's and TiDB root's passwords, the exporter's."""

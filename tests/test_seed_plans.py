@@ -3,7 +3,7 @@
 - every seed plan loads and matches its seed's method, read from the seed's text
   ($TBS_SEEDS_DIR, default ../shared/seeds beside the checkout): tables x rows, thread steps, time, warm-up,
   rand-type, ANALYZE, data restore, SET GLOBAL variables, versions, workloads;
-- --scale / --threads / --arm-target (tbsreport/seedplan.py): the arithmetic and the checks;
+- --scale / --threads / --arm-target (tidbbench/sweep/seedplan.py): the arithmetic and the checks;
 - bad input (unknown or missing arm target, --scale 0, 2, abc, ...) stops with exit 2 before
   anything runs and leaves no results;
 - on the local stack: plans/seed-v2.0-vs-v1.0.json scaled down (32 tables x 1,000 rows, one
@@ -16,7 +16,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,7 +24,10 @@ import pytest
 
 from conftest import ROOT
 
-from tbsreport import ReportError, plan as planmod, seedplan
+from tidbbench import ReportError
+from tidbbench.sweep import plan as planmod, seedplan
+
+pytestmark = pytest.mark.fast
 
 SEEDS = Path(os.environ.get("TBS_SEEDS_DIR") or ROOT.parent / "shared" / "seeds")  # beside the checkout
 PLANS = sorted((ROOT / "plans").glob("seed-*.json"))
@@ -234,7 +236,7 @@ def test_set_global_only_on_the_targets_of_the_arms_that_name_it():
 # ---------------------------------------------------------------- bad input on the command line
 
 def sweep(*a, timeout=120):
-    return subprocess.run([sys.executable, str(ROOT / "scripts/sweep"), *a], capture_output=True, text=True,
+    return subprocess.run([str(ROOT / "scripts/sweep"), *a], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
 
 
@@ -265,6 +267,7 @@ def test_scale_and_arm_target_need_a_plan(tmp_path):
 
 # ---------------------------------------------------------------- on the local stack
 
+@pytest.mark.full
 def test_seed_plan_small_end_to_end(stack, tmp_path):
     """plans/seed-v2.0-vs-v1.0.json (no SET GLOBAL, so nothing another test on the shared TiDB
     sees) at --scale 0.0001: 32 tables x 1,000 rows prepared once by the plan, point select at 1
@@ -309,6 +312,7 @@ def tidb_globals(names):
     return {n: str(tidb_root(f"SELECT @@GLOBAL.{n}")[0][0]) for n in names}
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("path", SET_GLOBAL_PLANS, ids=[p.stem for p in SET_GLOBAL_PLANS])
 def test_seed_plans_with_set_global_run_small(stack, tmp_path, path):
     """Each seed plan that sets TiDB variables, run as a user would at the smallest scale (its
@@ -354,3 +358,93 @@ def test_seed_plans_with_set_global_run_small(stack, tmp_path, path):
                     assert planmod.same_value(seen[v], want), (arm["name"], v, seen[v], want)
     finally:
         sql("tidb", f"DROP DATABASE IF EXISTS {db}")
+
+
+# ---------------------------------------------------------------- unistore: async commit and 1PC (issue #28)
+
+def test_drop_global_leaves_the_variables_out_of_every_arm():
+    path = ROOT / "plans/seed-v6.1-vs-v6.0.json"
+    plan = planmod.load(path)
+    new, over, text = seedplan.apply(plan, path, args(arm_target=["all=h:1"],
+                                                      drop_global="tidb_enable_async_commit,tidb_enable_1pc"))
+    for arm, was in zip(new["arms"], plan["arms"]):
+        assert set(arm["set_global"]) == set(was["set_global"]) - {"tidb_enable_async_commit", "tidb_enable_1pc"}
+    assert over["drop_global"] == ["tidb_enable_async_commit", "tidb_enable_1pc"]
+    assert "set_global without tidb_enable_async_commit, tidb_enable_1pc (plan: sets them)" in text
+    for bad, valid in (("tidb_nope", "valid: tidb_enable_1pc, "), ("", "valid: tidb_enable_1pc, ")):
+        with pytest.raises(ReportError) as e:
+            seedplan.apply(plan, path, args(arm_target=["all=h:1"], drop_global=bad or ","))
+        assert e.value.code == 2 and "--drop-global: '" in str(e.value) and valid in str(e.value), str(e.value)
+
+
+def test_unistore_conflict_names_the_variables_and_the_ways_around():
+    plan = planmod.load(ROOT / "plans/seed-v6.1-vs-v6.0.json")
+    names = [a["name"] for a in plan["arms"]]
+    msg = planmod.unistore_conflict(plan, names, "unistore")
+    for part in ("tidb_enable_1pc=ON, tidb_enable_async_commit=ON", "Store: unistore", "error 8141",
+                 "oltp_update_non_index, oltp_update_index, oltp_read_write",
+                 "--drop-global tidb_enable_1pc,tidb_enable_async_commit", "--workloads oltp_point_select",
+                 "real cluster", "(nothing was run)"):
+        assert part in msg, (part, msg)
+    assert planmod.unistore_conflict(plan, names, "tikv") is None  # a real cluster
+    assert planmod.unistore_conflict(plan, names, None) is None  # not TiDB
+    reads = dict(plan, workloads=["oltp_point_select"])
+    assert planmod.unistore_conflict(reads, names, "unistore") is None  # nothing writes
+    v5 = planmod.load(ROOT / "plans/seed-v5.0-vs-v4.0.json")  # only the v5.0 arm sets them
+    assert planmod.unistore_conflict(v5, ["v4.0"], "unistore") is None
+    assert "arm(s) v5.0 set" in planmod.unistore_conflict(v5, ["v4.0", "v5.0"], "unistore")
+    off = json.loads(json.dumps(plan))
+    for arm in off["arms"]:
+        arm["set_global"].update(tidb_enable_async_commit=0, tidb_enable_1pc="OFF")
+    assert planmod.unistore_conflict(off, names, "unistore") is None
+
+
+@pytest.mark.full
+def test_v61_plan_stops_on_the_local_unistore_before_anything_runs(stack, tmp_path):
+    """The README's seed plan without the way around, on the local TiDB: exit 2 before any run,
+    naming the variables and the options; no variable changed, no run written."""
+    from conftest import tidb_root
+    (store,), = tidb_root("SELECT tidb_version()")
+    assert "Store: unistore" in store, store  # what the check reads
+    before = tidb_globals(["tidb_enable_async_commit", "tidb_enable_1pc"])
+    res = tmp_path / "results"
+    p = sweep("--plan", "plans/seed-v6.1-vs-v6.0.json", "--arm-target", "all=127.0.0.1:4000", "--scale", "0.0001",
+              "--threads", "2", "--time", "1", "--mysql-db", "sbtest_docs_unistore", "--results", str(res),
+              "--id", "unistore", "--no-report")
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "127.0.0.1:4000: arm(s) v6.0.0, v6.1.0 set tidb_enable_1pc=ON, tidb_enable_async_commit=ON" in p.stderr
+    assert "--drop-global tidb_enable_1pc,tidb_enable_async_commit" in p.stderr, p.stderr
+    assert tidb_globals(["tidb_enable_async_commit", "tidb_enable_1pc"]) == before
+    assert not res.exists() or not list(res.glob("*.json"))
+    tidb_root("DROP DATABASE IF EXISTS sbtest_docs_unistore")
+
+
+@pytest.mark.full
+def test_a_plan_that_prepares_creates_its_missing_database(stack, tmp_path):
+    """plans/local-aab.json on a fresh stack (issue #28): its database does not exist yet. The
+    plan prepares its table (prepare: true), so it creates the database first and runs; a plan
+    that does not prepare stops before anything runs, naming the database and the command that
+    prepares it. (Its arms without set_global and one short sample each: the shared TiDB's
+    variables are not touched.)"""
+    from conftest import sql, tidb_root
+    db = "sbtest_docs_newdb"
+    tidb_root(f"DROP DATABASE IF EXISTS {db}")
+    plan = load_json(ROOT / "plans/local-aab.json")
+    assert plan["prepare"] is True and plan["options"]["mysql_db"] == "sbtest_aab"
+    plan["arms"] = [a for a in plan["arms"] if not a.get("set_global")]
+    plan.update(repeats=1, workloads=["oltp_point_select"], threads=[1])
+    plan["options"].update(time=1, mysql_db=db)
+    f = tmp_path / "plan.json"
+    f.write_text(json.dumps(dict(plan, prepare=False)))
+    p = sweep("--plan", str(f), "--results", str(tmp_path / "r1"), "--id", "nodb", "--no-report")
+    assert p.returncode == 2 and f"database '{db}' does not exist on 127.0.0.1:4000" in p.stderr, p.stderr
+    assert f"scripts/k6 run -e mysql_db={db} -e tables=N -e table_size=N k6/prepare.js" in p.stderr
+    assert not tidb_root(f"SHOW DATABASES LIKE '{db}'")
+    f.write_text(json.dumps(plan))
+    try:
+        p = sweep("--plan", str(f), "--results", str(tmp_path / "r2"), "--id", "newdb", "--no-report", timeout=300)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        assert f"plan: created database {db} on 127.0.0.1:4000" in p.stdout
+        assert sql("tidb", "SELECT COUNT(*) FROM sbtest1", db=db)[0][0] == 20000
+    finally:
+        tidb_root(f"DROP DATABASE IF EXISTS {db}")

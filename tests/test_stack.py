@@ -7,6 +7,8 @@ import pytest
 from conftest import (LOKI, PROM, ROOT, STATE, fresh_db, k6, metric_sum, metrics_text,
                       prom, prom_wait, rows_read, sql, summary, run_testid, userstat)
 
+pytestmark = pytest.mark.full
+
 _OPTIONS = json.loads((ROOT / "k6/contract.json").read_text())["options"]
 DEFAULT_TIMING = {k: str(_OPTIONS[k]["default"]) for k in ("connect_time", "grace_time")}
 

@@ -1,12 +1,12 @@
 """Issue #23 step 4, the statements behind the figures: k6/lib/statements.js records per thread step
 the target's statement digests of the run's database (the difference of two snapshots of TiDB's
-statements summary or performance_schema's digest table), tbsreport/statements.py shows them per
+statements summary or performance_schema's digest table), tidbbench/report/statements.py shows them per
 workload and lists, for A vs B, the statements whose plan or average latency changed.
 
 - the snapshot arithmetic (k6/lib/statements.js, run by bin/k6 on made-up snapshots): differences,
   a TiDB summary window that rolls over between the snapshots, a counter that goes down (partial,
   never negative), rows gone, top N, figures kept only when they are the step's own, unavailable;
-- the A vs B rule (tbsreport/statements.py) on made-up manifests: plan, latency with one sample
+- the A vs B rule (tidbbench/report/statements.py) on made-up manifests: plan, latency with one sample
   and with repeats (Mann-Whitney U, Holm), statements one side only ran, a side without them;
 - on the local stack (about 35 s): select_random_points on TiDB with the secondary index, then
   without it (a real plan change: IndexLookUp -> a full scan), each step's digest counting exactly
@@ -20,7 +20,9 @@ import pytest
 
 from conftest import ROOT, fresh_db, k6, run_testid, sql, summary, tidb_root
 
-from tbsreport import manifest, statements
+from tidbbench.report import manifest, statements
+
+pytestmark = pytest.mark.fast
 
 # -- the snapshot arithmetic of k6/lib/statements.js
 
@@ -143,7 +145,7 @@ def test_step_statements_from_notes(tmp_path):
     assert r["error"]["available"] is False and "at the step's end: Error 1105: boom" in r["error"]["why"]
 
 
-# -- the A vs B rule of tbsreport/statements.py
+# -- the A vs B rule of tidbbench/report/statements.py
 
 
 def stmt(text, avg, n=1000, plan="p1"):
@@ -273,6 +275,7 @@ def tidb_ab(stack):
     sql("tidb", f"DROP DATABASE {db}")
 
 
+@pytest.mark.full
 def test_tidb_step_statements_count_what_k6_counted(tidb_ab):
     for m in tidb_ab:
         (step,) = m["steps"]
@@ -295,6 +298,7 @@ def test_tidb_step_statements_count_what_k6_counted(tidb_ab):
     assert "TableFullScan" in xb["plan"] and "k_1" not in xb["plan"]
 
 
+@pytest.mark.full
 def test_tidb_a_vs_b_report_names_the_plan_change(tidb_ab, tmp_path):
     a, b = tidb_ab
     out = tmp_path / "ab"
@@ -318,6 +322,7 @@ def test_tidb_a_vs_b_report_names_the_plan_change(tidb_ab, tmp_path):
         assert f"| {x['executions']} |" in md
 
 
+@pytest.mark.full
 def test_mariadb_says_why_there_are_no_statements(stack):
     db = fresh_db("mariadb", "sbtest_stmts")
     common = ["-e", "mysql_port=3306", "-e", f"mysql_db={db}", "-e", "tables=1", "-e", "table_size=1000"]
@@ -336,6 +341,7 @@ def test_mariadb_says_why_there_are_no_statements(stack):
         sql("mariadb", f"DROP DATABASE {db}", db)
 
 
+@pytest.mark.full
 def test_tidb_without_its_statement_summary_says_why(stack):
     """tidb_enable_stmt_summary OFF (a global, put back afterwards): the run goes on, and its
     step says why it has no statements instead of listing nothing."""

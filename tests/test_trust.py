@@ -13,6 +13,8 @@ import pytest
 
 from conftest import TARGETS, fresh_db, k6, password, prom, prom_wait, rows_read, run_testid, sql, summary, userstat
 
+pytestmark = pytest.mark.full
+
 
 def prepared(target, name, tables=2, rows=2000, extra=()):
     db = fresh_db(target, f"sbtest_trust_{name}_{target}")

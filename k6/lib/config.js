@@ -1,19 +1,47 @@
 // Options, under sysbench 1.0.20's own names and defaults (`-` written as `_`), read from
 // `-e name=value` (k6's __ENV). Bad values stop the run before any query, naming the option.
+import tbs from 'k6/x/tbs';
 import { RAND_TYPES } from './rand.js';
 
 // The shared contract (k6/contract.json): workloads, options with types, defaults and help,
-// presets, the testid rule, timing. Also read by scripts/lib/tbsreport and the README.
-export const CONTRACT = JSON.parse(open('../contract.json'));
-export const WORKLOADS = CONTRACT.workloads;
+// presets, the testid rule, timing. Also read by tidbbench/ and the README.
+//
+// Every VU runs this module (k6 runs the init context once per VU): parsing the whole file in
+// each was a tenth of a VU's memory (its help texts, and the latency histogram, which only
+// k6/x/tbs and Python read; docs/bench.md). So the first runtime of the process reads it and
+// keeps what a VU needs as a k6/x/tbs note (per option [type, default, valid values], the
+// workloads, presets, testid rule and timing: 3 KB of JSON), which the other VUs parse;
+// `-e help=1` (one VU) reads the file whole for the help texts.
+const WHOLE = __ENV.help !== undefined;
+const SLIM_NOTE = 'contract/slim';
 
-// name: [type, default, description]. Defaults are sysbench 1.0.20's, except where noted.
-const SPEC = {};
-for (const [name, spec] of Object.entries(CONTRACT.options)) SPEC[name] = [spec.type, spec.default, spec.help];
+function slim(c) {
+  const options = {};
+  for (const [name, spec] of Object.entries(c.options)) options[name] = [spec.type, spec.default, spec.valid || null];
+  return { workloads: c.workloads, testid: c.testid, options, presets: c.presets, timing: c.timing };
+}
+
+function slimText() {
+  let text = tbs.notes()[SLIM_NOTE];
+  if (text === undefined) {
+    text = JSON.stringify(slim(JSON.parse(open('../contract.json'))));
+    tbs.note(SLIM_NOTE, text); // the first write wins: every VU gets the same text
+  }
+  return text;
+}
+
+export const CONTRACT = JSON.parse(WHOLE ? open('../contract.json') : slimText());
+export const WORKLOADS = CONTRACT.workloads;
+const WORKLOAD_NAMES = Object.keys(WORKLOADS);
+
+// name: [type, default, valid values or null]. Defaults are sysbench 1.0.20's, except where noted.
+const SPEC = WHOLE ? slim(CONTRACT).options : CONTRACT.options;
 
 // The seeds' (PingCAP's published reports) choices for TiDB.
 export const PRESETS = CONTRACT.presets;
-const TESTID = new RegExp(CONTRACT.testid.pattern);
+// compiled when a testid is given (a RegExp with a {0,63} repeat is tens of KiB per VU)
+let testidRe = null;
+const TESTID = { test: (s) => (testidRe || (testidRe = new RegExp(CONTRACT.testid.pattern))).test(s) };
 
 // Lowercase variables a shell may export that are not options.
 const NOT_OPTIONS = new Set(['http_proxy', 'https_proxy', 'no_proxy', 'all_proxy', 'ftp_proxy', 'help']);
@@ -55,7 +83,7 @@ function parseOne(name, type, raw) {
       return nums;
     }
     case 'workload':
-      if (!WORKLOADS.includes(s)) throw bad(name, raw, `unknown workload (valid: ${WORKLOADS.join(', ')})`);
+      if (!WORKLOAD_NAMES.includes(s)) throw bad(name, raw, `unknown workload (valid: ${WORKLOAD_NAMES.join(', ')})`);
       return s;
     case 'rand':
       if (!RAND_TYPES.includes(s)) throw bad(name, raw, `unknown distribution (valid: ${RAND_TYPES.join(', ')})`);
@@ -73,7 +101,7 @@ function parseOne(name, type, raw) {
       if (s !== '' && !TESTID.test(s)) throw bad(name, raw, `letters, digits, . _ - (at most ${CONTRACT.testid.max_length}, starting with a letter or digit)`);
       return s;
     case 'ssl':
-      if (!CONTRACT.options[name].valid.includes(s)) throw bad(name, raw, `valid: ${CONTRACT.options[name].valid.join(', ')}`);
+      if (!SPEC[name][2].includes(s)) throw bad(name, raw, `valid: ${SPEC[name][2].join(', ')}`);
       return s;
     case 'errors': {
       if (s.toLowerCase() === 'all') return 'all';
@@ -142,10 +170,12 @@ export function parseOptions(env) {
 }
 
 // optionHelp() -> the options, their defaults and help, one per line (`-e help=1`).
+// The help texts are read with `-e help=1` only (WHOLE).
 export function optionHelp() {
+  if (!WHOLE) throw new Error('internal: optionHelp() needs the whole contract (-e help=1)');
   const show = (d) => (Array.isArray(d) ? d.join(',') : String(d));
   const width = Math.max(...Object.keys(SPEC).map((k) => k.length + show(SPEC[k][1]).length)) + 3;
-  return Object.entries(SPEC).map(([k, [, d, desc]]) => `  ${`${k}=${show(d)}`.padEnd(width)}${desc}`).join('\n');
+  return Object.entries(SPEC).map(([k, [, d]]) => `  ${`${k}=${show(d)}`.padEnd(width)}${CONTRACT.options[k].help}`).join('\n');
 }
 
 // dsn(o) -> go-sql-driver/mysql DSN; `where` names the server without the password.

@@ -16,6 +16,7 @@ import { sleep } from 'k6';
 import { Counter, Gauge } from 'k6/metrics';
 import tbs from 'k6/x/tbs';
 import { tally } from './metrics.js';
+import { histName } from './steps.js';
 
 const fmt = (x) => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
 
@@ -38,9 +39,16 @@ let started = 0;
 let tick = 0;
 let last = { tx: 0, read: 0, write: 0, other: 0, err: 0, rec: 0 };
 
-// threadsAt: the step whose load runs `s` seconds after the run began (0 between steps).
-function threadsAt(windows, s) {
-  for (const w of windows) if (s * 1000 >= w.start && s * 1000 < w.measure_end) return w.threads;
+// threadsAt: the step whose load runs `s` seconds after the run began (0 between steps): from
+// its real start when it began once its VUs were connected (the `<step>/go` mark, steps.js
+// gateParties), else from its planned one.
+function threadsAt(windows, s, data) {
+  const marks = tbs.marks();
+  for (const w of windows) {
+    const go = marks[`${histName(data.testid, w.threads)}/go`];
+    const start = go !== undefined ? go - data.run_start : w.start;
+    if (s * 1000 >= start && s * 1000 < start + (w.measure_end - w.start)) return w.threads;
+  }
   return 0;
 }
 
@@ -75,7 +83,7 @@ export function progressLine(o, data, windows) {
   if (tick + step > total + 1e-9) return null;
   if (Date.now() / 1000 < started + tick + step) return null;
   tick += step;
-  const thds = threadsAt(windows, tick - step / 2);
+  const thds = threadsAt(windows, tick - step / 2, data);
   const b = tally.totals();
   const a = last;
   last = b;

@@ -1,12 +1,12 @@
 // The run's identity: its testid, this process' place among the load generators, the load
 // generator's host facts.
+import tbs from 'k6/x/tbs';
 
-// newTestId: UTC time and four hex digits (k6/contract.json's testid rule holds for it).
+// newTestId: a new testid from the launcher core (k6/ext/launch's NewTestID, the one place
+// testids are made: UTC time and four hex digits), for a run given no -e testid (a stock
+// `k6 run`; scripts/k6 and the other launchers give one).
 export function newTestId() {
-  const d = new Date();
-  const p = (x) => String(x).padStart(2, '0');
-  const rnd = Math.floor(Math.random() * 0x10000).toString(16).padStart(4, '0');
-  return `${d.getUTCFullYear()}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}-${p(d.getUTCHours())}${p(d.getUTCMinutes())}${p(d.getUTCSeconds())}-${rnd}`;
+  return tbs.newTestId();
 }
 
 // instanceOf(options) -> this process' place among the load generators of one run, from

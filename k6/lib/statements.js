@@ -30,6 +30,7 @@ import driver from 'k6/x/sql/driver/mysql';
 import tbs from 'k6/x/tbs';
 import { dsn } from './config.js';
 import { asText } from './target.js';
+import { gateNames, gateParties } from './steps.js';
 
 const PREFIX = 'statements/';
 const TEXT_MAX = 400; // characters of a digest text kept in the manifest
@@ -209,19 +210,38 @@ function toRow(r, unit) {
 
 // capture: the statements VU's one iteration: two snapshots per step (snapshotTimes), kept as
 // notes for handleSummary. Only the first load generator (lane 0) reads.
+//
+// A step that begins once its VUs are connected (steps.js gateParties) has no fixed start: without
+// a warm-up this VU takes the start snapshot when all the step's VUs have connected and is the
+// last party of the step's start barrier (the load begins after the snapshot); with a warm-up it
+// waits for the load's start and snapshots when the warm-up ends.
 export function capture(o, data, windows) {
   if (data.lane !== 0) return;
   const base = exec.scenario.startTime; // the scenarios' start: this scenario's startTime is 0
   const reader = new Reader(o, data.product);
+  const save = (w, phase) => tbs.note(`${PREFIX}${data.testid}/t${w.threads}/${phase}`, JSON.stringify(reader.snapshot()));
+  const until = (t) => { const wait = t - Date.now(); if (wait > 0) sleep(wait / 1000); };
   try {
     for (const w of windows) {
       const times = snapshotTimes(o, w);
-      for (const [i, phase] of [[0, 'start'], [1, 'end']]) {
-        const wait = base + times[i] - Date.now();
-        if (wait > 0) sleep(wait / 1000);
-        const snap = reader.snapshot();
-        tbs.note(`${PREFIX}${data.testid}/t${w.threads}/${phase}`, JSON.stringify(snap));
+      const parties = gateParties(o, data, w.threads);
+      if (parties) {
+        const gates = gateNames(data.testid, w.threads);
+        until(base + w.connect);
+        if (o.warmup_time === 0) {
+          tbs.barrier(gates.connected, w.threads).wait(base + w.start);
+          try { save(w, 'start'); } finally { tbs.barrier(gates.go, parties).arrive(); }
+        } else {
+          const go = tbs.barrier(gates.go, parties).wait(base + w.start);
+          until((go > 0 ? Math.min(go, base + w.start) : base + w.start) + o.warmup_time * 1000);
+          save(w, 'start');
+        }
+      } else {
+        until(base + times[0]);
+        save(w, 'start');
       }
+      until(base + times[1]);
+      save(w, 'end');
     }
   } finally {
     reader.close();

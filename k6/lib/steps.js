@@ -12,6 +12,23 @@ export function connectSeconds(o, threads) {
   return t.connect_s + Math.ceil((threads * t.connect_s_per_1000_threads) / 1000);
 }
 
+// gateParties(o, data, threads) -> the parties of the step's start barrier (k6/x/tbs), or 0 when
+// the step keeps a fixed connect phase. With connect_time=auto a lone load generator starts a
+// step's load as soon as all its VUs have connected and prepared (sysbench's barrier after
+// thread_init), at the latest when the connect phase ends: the step's windows (summary.js,
+// the markers) are then the real ones, marked `<step>/go`. The statements VU is a party when it
+// takes the step's start snapshot just before the load (no warm-up): it arrives once it has. A
+// run split over load generators keeps the fixed connect phase, so that their windows agree.
+export function gateParties(o, data, threads) {
+  if (o.connect_time !== 'auto' || (data.instances || 1) > 1) return 0;
+  return threads + (o.statements_top > 0 && o.warmup_time === 0 ? 1 : 0);
+}
+
+// The step's barriers: `connected` (its VUs, connected or given up) and `go` (gateParties).
+export function gateNames(testid, threads) {
+  return { connected: histName(testid, threads, 'connected'), go: histName(testid, threads, 'go') };
+}
+
 // stepScenarios(o) -> k6 scenarios: one per thread step, run one after another, each
 // connect + warmup_time + time long. Every VU's first iteration of a step connects, then
 // waits for the step's load to begin: no VU starts a second iteration before all have
@@ -57,4 +74,10 @@ export function stepThresholds(o) {
     for (const k of ['read', 'write', 'other']) th[`oltp_queries{${sel},kind:${k}}`] = [];
   }
   return th;
+}
+
+// histName(testid, threads, kind) -> the name of a step's process-wide k6/x/tbs objects (its
+// histogram; with a suffix, its marks and counters).
+export function histName(testid, threads, kind = '') {
+  return `${testid}/t${threads}${kind ? `/${kind}` : ''}`;
 }

@@ -8,14 +8,12 @@
 // length, as sysbench divides by its run's total time); latency from the step's sysbench
 // histogram (k6/x/tbs: 1,024 log buckets, nearest rank), with `percentile` (sysbench's
 // option, default 95) plus p50, p99 and max.
-import { stepWindows } from './steps.js';
+import { histName, stepWindows } from './steps.js';
 import { stepStatements } from './statements.js';
 
-const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
+export { histName };
 
-export function histName(testid, threads, kind = '') {
-  return `${testid}/t${threads}${kind ? `/${kind}` : ''}`;
-}
+const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
 
 function val(data, name, stat) {
   const m = data.metrics[name];
@@ -43,9 +41,12 @@ export function stepFigures(data, o, tbs, endedAt) {
     const name = histName(sd.testid, win.threads);
     const scenarioStart = marks[`${name}/scenario_start`];
     const base = scenarioStart !== undefined ? scenarioStart - win.connect : sd.run_start;
+    // the load's real start when the step began once its VUs were connected (steps.js gateParties)
+    const go = marks[`${name}/go`];
+    const start = go !== undefined ? go : base + win.start;
     const window = {
-      step_start: base + win.start, measure_start: base + win.measure_start, measure_end: base + win.measure_end,
-      step_end: base + win.end,
+      step_start: start, measure_start: start + (win.measure_start - win.start), measure_end: start + (win.measure_end - win.start),
+      step_end: start + (win.end - win.start), // the graceful tail's end
     };
     if (scenarioStart === undefined && endedAt < window.step_start) continue; // never started
     const sel = `threads:${win.threads},warmup:false`;
@@ -162,7 +163,7 @@ export function summarize(data, o, tbs) {
     run_start: sd.run_start,
     run_end: endedAt,
     options: opts,
-    target_variables: sd.variables,
+    target_variables: sd.variables || JSON.parse(tbs.notes()[`${sd.testid}/variables`] || '{}'),
     load_generator: sd.host,
     latency_method: `sysbench 1.0.20 histogram (${lh.buckets} log buckets, ${lh.min_ms} ms to ${lh.max_ms / 1000} s, nearest rank), per step`,
     steps,

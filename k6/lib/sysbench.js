@@ -1,11 +1,14 @@
 // sysbench 1.0.20's OLTP workloads (src/lua/*.lua), statement for statement.
 //
-// An event is made from (conn, w) by bindEvent, where `conn` runs the statements and counts
+// The workloads are declared in k6/contract.json (`workloads`: each one's parts, in order, and
+// whether BEGIN/COMMIT wrap them); PARTS below are the parts. An event is made from (conn, w)
+// by bindEvent, where `conn` runs the statements and counts
 // queries by kind (conn.ex / conn.exn with conn.n's counts, and conn.read / conn.write* for
 // statements with arguments, sent as server-side prepared statements by our driver as
 // sysbench prepares them; conn.text for statements sysbench sends as plain queries) and `w`
 // holds the options, the random functions and per-VU state of a step.
 import { READS, WRITES, OTHERS } from './conn.js';
+import { WORKLOADS } from './config.js';
 
 export const C_TEMPLATE = '###########-###########-###########-###########-###########-' +
   '###########-###########-###########-###########-###########';
@@ -50,7 +53,7 @@ function pointSelectsOf(conn, w) {
   const { uniform, def } = w.rand;
   const tables = w.o.tables;
   const size = w.o.table_size;
-  const n = w.pointSelects;
+  const n = w.count('point_selects');
   return () => {
     const s = texts[uniform(1, tables)];
     for (let i = 0; i < n; i++) { ex(s, def(1, size)); counts[READS]++; }
@@ -63,7 +66,7 @@ function rangeOf(conn, w, key) {
   const { uniform, def } = w.rand;
   const tables = w.o.tables;
   const size = w.o.table_size;
-  const n = w.o[key];
+  const n = w.count(key);
   const span = w.o.range_size - 1;
   return () => {
     const s = texts[uniform(1, tables)];
@@ -89,7 +92,7 @@ function indexUpdatesOf(conn, w) {
   const { uniform, def } = w.rand;
   const tables = w.o.tables;
   const size = w.o.table_size;
-  const n = w.o.index_updates;
+  const n = w.count('index_updates');
   return () => {
     const s = texts[uniform(1, tables)];
     for (let i = 0; i < n; i++) counts[exn(s, def(1, size)) > 0 ? WRITES : OTHERS]++;
@@ -102,7 +105,7 @@ function nonIndexUpdatesOf(conn, w) {
   const { uniform, def, string } = w.rand;
   const tables = w.o.tables;
   const size = w.o.table_size;
-  const n = w.o.non_index_updates;
+  const n = w.count('non_index_updates');
   return () => {
     const s = texts[uniform(1, tables)];
     for (let i = 0; i < n; i++) counts[exn(s, string(C_TEMPLATE), def(1, size)) > 0 ? WRITES : OTHERS]++;
@@ -116,7 +119,7 @@ function deleteInsertsOf(conn, w) {
   const { uniform, def, string } = w.rand;
   const tables = w.o.tables;
   const size = w.o.table_size;
-  const n = w.o.delete_inserts;
+  const n = w.count('delete_inserts');
   return () => {
     const t = uniform(1, tables);
     for (let i = 0; i < n; i++) {
@@ -143,62 +146,105 @@ function inTrx(conn, w, parts) {
   };
 }
 
-const EVENTS = {
-  oltp_point_select: (conn, w) => pointSelectsOf(conn, w),
-  oltp_read_only: (conn, w) => inTrx(conn, w, [pointSelectsOf(conn, w), rangeSelectsOf(conn, w)]),
-  oltp_read_write: (conn, w) => inTrx(conn, w, [pointSelectsOf(conn, w), rangeSelectsOf(conn, w),
-    indexUpdatesOf(conn, w), nonIndexUpdatesOf(conn, w), deleteInsertsOf(conn, w)]),
-  oltp_write_only: (conn, w) => inTrx(conn, w, [indexUpdatesOf(conn, w), nonIndexUpdatesOf(conn, w),
-    deleteInsertsOf(conn, w)]),
-  oltp_update_index: (conn, w) => indexUpdatesOf(conn, w),
-  oltp_update_non_index: (conn, w) => nonIndexUpdatesOf(conn, w),
-  oltp_delete: (conn, w) => {
-    const texts = textsOf(w, 'deletes');
-    return () => conn.write1(texts[w.rand.uniform(1, w.o.tables)], w.rand.def(1, w.o.table_size));
+// The parts an event is made of, by the names k6/contract.json's workloads declare (their
+// `event`): make(conn, w) -> the part's function; prepares(o, count) -> the SQL keys it
+// prepares per table, as sysbench's prepare_*() (sysbench 1.0.20 prepares them whatever the
+// count; those with a count of 0, which no event runs, are left out here; count(key) is the
+// workload's count of a statement: its option, or the workload's fixed count);
+// statements(o) -> the statements it prepares once (select_random_*). Parts without
+// prepares send plain text, as sysbench does.
+export const PARTS = {
+  point_selects: { make: pointSelectsOf, prepares: (o, count) => (count('point_selects') > 0 ? ['point_selects'] : []) },
+  range_selects: {
+    make: rangeSelectsOf,
+    prepares: (o, count) => (o.range_selects
+      ? ['simple_ranges', 'sum_ranges', 'order_ranges', 'distinct_ranges'].filter((k) => count(k) > 0) : []),
   },
-  oltp_insert: (conn, w) => () => {
-    const table = `sbtest${w.rand.uniform(1, w.o.tables)}`;
-    const k = w.rand.def(1, w.o.table_size);
-    const c = w.rand.string(C_TEMPLATE);
-    const pad = w.rand.string(PAD_TEMPLATE);
-    const id = w.o.auto_inc ? 0 : w.unique.next() - 2147483648;
-    conn.text(`INSERT INTO ${table} (id, k, c, pad) VALUES (${id}, ${k}, '${c}', '${pad}')`);
+  index_updates: { make: indexUpdatesOf, prepares: (o, count) => (count('index_updates') > 0 ? ['index_updates'] : []) },
+  non_index_updates: { make: nonIndexUpdatesOf, prepares: (o, count) => (count('non_index_updates') > 0 ? ['non_index_updates'] : []) },
+  delete_inserts: { make: deleteInsertsOf, prepares: (o, count) => (count('delete_inserts') > 0 ? ['deletes', 'inserts'] : []) },
+  // oltp_delete.lua's event: one DELETE
+  delete: {
+    make: (conn, w) => {
+      const texts = textsOf(w, 'deletes');
+      return () => conn.write1(texts[w.rand.uniform(1, w.o.tables)], w.rand.def(1, w.o.table_size));
+    },
+    prepares: () => ['deletes'],
+  },
+  // oltp_insert.lua's event: one INSERT as text
+  insert: {
+    make: (conn, w) => () => {
+      const table = `sbtest${w.rand.uniform(1, w.o.tables)}`;
+      const k = w.rand.def(1, w.o.table_size);
+      const c = w.rand.string(C_TEMPLATE);
+      const pad = w.rand.string(PAD_TEMPLATE);
+      const id = w.o.auto_inc ? 0 : w.unique.next() - 2147483648;
+      conn.text(`INSERT INTO ${table} (id, k, c, pad) VALUES (${id}, ${k}, '${c}', '${pad}')`);
+    },
   },
   // select_random_*: each thread draws from its own slice of k values, [rmin, rmax] with
   // rmin = trunc(rlen * thread_id), rmax = trunc(rlen * thread_id + rlen) where rlen =
   // table_size / threads: sysbench computes them in Lua doubles and sb_rand() takes
   // uint32_t arguments, which truncates them (workState).
-  select_random_points: (conn, w) => () => {
-    const args = new Array(w.o.random_points);
-    for (let i = 0; i < args.length; i++) args[i] = w.rand.def(w.rmin, w.rmax);
-    conn.read(w.randomPointsSql, ...args);
+  random_points: {
+    make: (conn, w) => () => {
+      const args = new Array(w.o.random_points);
+      for (let i = 0; i < args.length; i++) args[i] = w.rand.def(w.rmin, w.rmax);
+      conn.read(w.randomPointsSql, ...args);
+    },
+    statements: (o) => [randomPointsSql(o)],
   },
-  select_random_ranges: (conn, w) => () => {
-    const args = new Array(w.o.number_of_ranges * 2);
-    for (let i = 0; i < args.length; i += 2) {
-      const v = w.rand.def(w.rmin, w.rmax);
-      args[i] = v; args[i + 1] = v + w.o.delta;
-    }
-    conn.read(w.randomRangesSql, ...args);
+  random_ranges: {
+    make: (conn, w) => () => {
+      const args = new Array(w.o.number_of_ranges * 2);
+      for (let i = 0; i < args.length; i += 2) {
+        const v = w.rand.def(w.rmin, w.rmax);
+        args[i] = v; args[i + 1] = v + w.o.delta;
+      }
+      conn.read(w.randomRangesSql, ...args);
+    },
+    statements: (o) => [randomRangesSql(o)],
   },
-  bulk_insert: (conn, w) => () => {
-    // sysbench's bulk_insert_next() (db_driver.c): a row joins the statement unless the
-    // statement would then pass the packet limit (512 KiB, counting the row, its comma and
-    // the terminating NUL), in which case the statement is sent first. The rest is sent at
-    // the end of the step (flushBulk), as sysbench's thread_done does.
-    w.bulkSize += 1;
-    const row = `(${w.bulkSize},${w.bulkSize})`;
-    if (w.bulkLen + row.length + 1 + (w.bulkRows.length > 0 ? 1 : 0) > BULK_PACKET) flushBulk(conn, w);
-    w.bulkLen += row.length + (w.bulkRows.length > 0 ? 1 : 0);
-    w.bulkRows.push(row);
+  bulk_insert: {
+    make: (conn, w) => () => {
+      // sysbench's bulk_insert_next() (db_driver.c): a row joins the statement unless the
+      // statement would then pass the packet limit (512 KiB, counting the row, its comma and
+      // the terminating NUL), in which case the statement is sent first. The rest is sent at
+      // the end of the step (flushBulk), as sysbench's thread_done does.
+      w.bulkSize += 1;
+      const row = `(${w.bulkSize},${w.bulkSize})`;
+      if (w.bulkLen + row.length + 1 + (w.bulkRows.length > 0 ? 1 : 0) > BULK_PACKET) flushBulk(conn, w);
+      w.bulkLen += row.length + (w.bulkRows.length > 0 ? 1 : 0);
+      w.bulkRows.push(row);
+    },
   },
 };
 
-// bindEvent(workload, conn, w) -> event(): one event of `workload` for this VU's step.
+// workloadOf(name) -> the workload's declaration (k6/contract.json), its parts checked.
+export function workloadOf(name) {
+  const d = WORKLOADS[name];
+  if (!d) throw new Error(`internal: no workload '${name}' in k6/contract.json`);
+  for (const p of d.event) {
+    if (!PARTS[p]) throw new Error(`k6/contract.json: workload '${name}' declares part '${p}', which k6/lib/sysbench.js has not (parts: ${Object.keys(PARTS).join(', ')})`);
+  }
+  return d;
+}
+
+// countOf(o, name) -> key -> the workload's count of statement `key` per event: its option,
+// unless the workload fixes it (oltp_point_select: one point select, as sysbench's
+// oltp_point_select.lua sets sysbench.opt.point_selects = 1).
+function countOf(o, name) {
+  const fixed = workloadOf(name).counts || {};
+  return (key) => (fixed[key] !== undefined ? fixed[key] : o[key]);
+}
+
+// bindEvent(workload, conn, w) -> event(): one event of `workload` for this VU's step: its
+// declared parts in order, inside BEGIN ... COMMIT when it declares trx.
 export function bindEvent(workload, conn, w) {
-  const make = EVENTS[workload];
-  if (!make) throw new Error(`internal: no event for workload '${workload}'`);
-  return make(conn, w);
+  const d = workloadOf(workload);
+  const parts = d.event.map((p) => PARTS[p].make(conn, w));
+  if (d.trx) return inTrx(conn, w, parts);
+  return parts.length === 1 ? parts[0] : () => { for (const p of parts) p(); };
 }
 
 export const BULK_PACKET = 512 * 1024;
@@ -209,35 +255,20 @@ export function flushBulk(conn, w) {
   conn.text(sql);
 }
 
-// The statements a workload runs with arguments, per table: what sysbench's
-// prepare_statements() prepares in thread_init (only those with a non-zero count).
+// The statements a workload runs with arguments: what sysbench's prepare_statements()
+// prepares in thread_init, per table (the keys of its parts, in their order), or once.
 export function preparedStatements(o) {
+  const d = workloadOf(o.workload);
+  const count = countOf(o, o.workload);
   const keys = [];
-  const add = (k, n) => { if (n > 0) keys.push(k); };
-  const ranges = () => {
-    if (!o.range_selects) return;
-    add('simple_ranges', o.simple_ranges); add('sum_ranges', o.sum_ranges);
-    add('order_ranges', o.order_ranges); add('distinct_ranges', o.distinct_ranges);
-  };
-  const writes = () => {
-    add('index_updates', o.index_updates); add('non_index_updates', o.non_index_updates);
-    if (o.delete_inserts > 0) keys.push('deletes', 'inserts');
-  };
-  switch (o.workload) {
-    case 'oltp_point_select': keys.push('point_selects'); break;
-    case 'oltp_read_only': add('point_selects', o.point_selects); ranges(); break;
-    case 'oltp_read_write': add('point_selects', o.point_selects); ranges(); writes(); break;
-    case 'oltp_write_only': writes(); break;
-    case 'oltp_update_index': add('index_updates', o.index_updates); break;
-    case 'oltp_update_non_index': add('non_index_updates', o.non_index_updates); break;
-    case 'oltp_delete': keys.push('deletes'); break;
-    case 'select_random_points': return [randomPointsSql(o)];
-    case 'select_random_ranges': return [randomRangesSql(o)];
-    default: return []; // oltp_insert and bulk_insert send plain text, as sysbench does
+  const once = [];
+  for (const p of d.event) {
+    if (PARTS[p].prepares) keys.push(...PARTS[p].prepares(o, count));
+    if (PARTS[p].statements) once.push(...PARTS[p].statements(o));
   }
   const out = [];
-  for (let t = 1; t <= o.tables; t++) for (const k of keys) out.push(SQL[k].replace('%u', String(t)));
-  return out;
+  for (let t = 1; t <= o.tables && keys.length > 0; t++) for (const k of keys) out.push(SQL[k].replace('%u', String(t)));
+  return out.concat(once);
 }
 
 function randomPointsSql(o) {
@@ -253,7 +284,7 @@ export function workState(o, rand, threadId, threads) {
   const rlen = o.table_size / threads;
   const w = {
     o, rand, st: statements(o.tables), threadId,
-    pointSelects: o.workload === 'oltp_point_select' ? 1 : o.point_selects,
+    count: countOf(o, o.workload),
     rmin: Math.trunc(rlen * threadId), rmax: Math.trunc(rlen * threadId + rlen),
     bulkRows: [], bulkSize: 0, bulkPrefix: `INSERT INTO sbtest${threadId + 1} VALUES`,
     prepared: preparedStatements(o),

@@ -27,9 +27,16 @@ writable_copy() {
   rm -rf "$2"; mv "$2.tmp" "$2"
 }
 
+# tbs_py MODULE [ARG...]: runs a standard-library module of the package tidbbench/ with any
+# python3, before or without the venv (python3 -m, the checkout on PYTHONPATH): the generators,
+# the k6 merge, PingCAP's dashboards. What needs pip's packages runs in the venv (ensure_venv).
+tbs_py() {
+  PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" python3 -m "$@"
+}
+
 # ensure_venv [REQUIREMENTS_FILE...]: the project's one Python venv (.stack/venv), used by every
-# script: tbsreport installed editable (pyproject.toml; its pinned packages are
-# scripts/lib/tbsreport/requirements.txt) plus any other pinned requirement files (scripts/test:
+# script: tidbbench installed editable (pyproject.toml; its pinned packages are
+# tidbbench/requirements.txt) plus any other pinned requirement files (scripts/test:
 # tests/requirements.txt). pip runs only when one of those files changed since it last ran.
 # Prints nothing on stdout; puts the venv first on PATH.
 # shellcheck disable=SC2120 # callers without extra requirement files are fine
@@ -44,7 +51,7 @@ ensure_venv() {
     mkdir -p "$STATE"
     python3 -m venv "$venv"
   fi
-  local files=("$ROOT/pyproject.toml" "$ROOT/scripts/lib/tbsreport/requirements.txt" "$@")
+  local files=("$ROOT/pyproject.toml" "$ROOT/tidbbench/requirements.txt" "$@")
   for f in "${files[@]}"; do
     sum=$(sha256sum < "$f" | cut -c1-64)
     grep -qxF "$sum $f" "$stamp" 2>/dev/null || todo=1
@@ -52,6 +59,12 @@ ensure_venv() {
   if [ $todo = 1 ]; then
     log "installing Python packages (pinned) into $venv"
     for f in "${@}"; do args+=(-r "$f"); done
+    # the distribution's name before issue #30, whose editable finder points at the old folders:
+    # uninstalled first where a venv still has it
+    local old=tbsreport  # keep-old-name
+    if "$venv/bin/python" -m pip show -q "$old" >/dev/null 2>&1; then
+      "$venv/bin/python" -m pip uninstall -q -y --disable-pip-version-check "$old" >&2
+    fi
     "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT" "${args[@]}" >&2
     for f in "${files[@]}"; do
       sum=$(sha256sum < "$f" | cut -c1-64)

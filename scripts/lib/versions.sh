@@ -13,3 +13,6 @@ COMPOSE_VERSION=v2.40.3
 # Prometheus: the same release as compose's image (.env PROMETHEUS_IMAGE); module v0.3MM.P = v3.MM.P
 PROMETHEUS_VERSION=v3.13.5
 PROMETHEUS_MODULE_VERSION=v0.313.5
+# The history store's PostgreSQL major version (Debian's postgresql-15 locally; compose's
+# HISTORY_DB_IMAGE in .env is the same major, tests/test_history_store.py checks the two agree)
+HISTORY_DB_PG_MAJOR=15

@@ -3,7 +3,7 @@
 #   bin/docker-compose  docker compose v2.40.3 from the Go module proxy (scripts/build compose)
 #   bin/loki            Loki, for -verify-config on loki/loki.yaml (scripts/build loki)
 #   bin/tidb-server     TiDB, to check compose/config/*/tidb.toml and run init.sql (scripts/build tidb)
-#   bin/alloy-check     compose/alloy/check: Alloy's own parser and evaluator on config.alloy
+#   bin/alloy-check     tests/tools/alloycheck: Alloy's own parser and evaluator on config.alloy
 #   promtool            bin/promtool (scripts/build prometheus, the release of compose's image)
 #                       where scripts/build has it, else Debian's prometheus package
 #   haproxy             Debian package
@@ -31,8 +31,8 @@ if [ -x /usr/bin/promtool ] || [ -x bin/promtool ]; then :; elif dpkg -s prometh
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall --no-install-recommends prometheus >/dev/null
 fi
 
-log "building bin/alloy-check (compose/alloy/check)"
-(cd compose/alloy/check && CGO_ENABLED=0 go build -trimpath -o "$ROOT/bin/alloy-check" .)
+log "building bin/alloy-check (tests/tools/alloycheck)"
+(cd tests/tools/alloycheck && CGO_ENABLED=0 go build -trimpath -o "$ROOT/bin/alloy-check" .)
 
 # scripts/test runs pytest from the one venv (tests/requirements.txt); when this script runs on
 # its own, the shared bootstrap makes that venv too.

@@ -3,8 +3,8 @@
 # Debian machine as root; idempotent.
 #  - promtool of the Prometheus the stack runs (bin/promtool from scripts/build, else Debian's
 #    `prometheus` package), to parse every PromQL expression the way the stack's server does.
-#  - grafana/exprcheck: our Go program on Prometheus' PromQL parser and Loki's LogQL parser,
-#    pinned by grafana/exprcheck/go.mod + go.sum (Go module proxy), built into the cache.
+#  - tests/tools/exprcheck: our Go program on Prometheus' PromQL parser and Loki's LogQL parser,
+#    pinned by tests/tools/exprcheck/go.mod + go.sum (Go module proxy), built into the cache.
 #  - the dashboards' generator needs only Python's standard library; the tests need PyYAML
 #    (tests/requirements.txt, pinned, installed by scripts/test).
 set -euo pipefail
@@ -24,7 +24,7 @@ if ! promtool_ok; then
 fi
 
 GO=$(command -v go || echo /usr/local/go/bin/go)
-[ -x "$GO" ] || { echo "error: Go is needed to build grafana/exprcheck (the machine's Go toolchain)" >&2; exit 1; }
+[ -x "$GO" ] || { echo "error: Go is needed to build tests/tools/exprcheck (the machine's Go toolchain)" >&2; exit 1; }
 PY=$(command -v python3)
-log "building grafana/exprcheck (PromQL + LogQL parsers; first build takes a few minutes)"
+log "building tests/tools/exprcheck (PromQL + LogQL parsers; first build takes a few minutes)"
 "$PY" -c "import sys; sys.path.insert(0, '$ROOT/tests'); import dashtools; print(dashtools.exprcheck_binary())"

@@ -19,8 +19,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tbsreport import ROOT
-from tbsreport.report import COMMON_VARS, MYSQL_VARS, TIDB_VARS
+from tidbbench import ROOT
+from tidbbench.report.report import COMMON_VARS, MYSQL_VARS, TIDB_VARS
 
 FIX = Path(__file__).resolve().parent / "report"
 KEEP = set(TIDB_VARS + MYSQL_VARS + COMMON_VARS + ["tx_isolation"])
@@ -53,7 +53,7 @@ def main(base, cand):
     with tempfile.TemporaryDirectory() as tmp:
         first = json.loads((src / f"{base}.json").read_text())["runs"][0]["testid"]
         for args in ([base, cand], [first]):
-            subprocess.run([sys.executable, str(ROOT / "scripts/report"), "--results", str(res),
+            subprocess.run([str(ROOT / "scripts/report"), "--results", str(res),
                             "--out", f"{tmp}/r", *args], env=env, check=True)
     answers = {}
     for line in rec.read_text().splitlines():

@@ -1,7 +1,7 @@
 """tools/aa-rate: the report's measured false-positive rate. N A/A pairs on the local stack: the
 same configuration twice, run as one interleaved plan (scripts/sweep --plan) whose two identical
 arms take the plan's usual samples per pair; then every pair compared by the report's own code
-(tbsreport.report.Report: the exact Mann-Whitney test, Holm over each metric's cells), counting
+(tidbbench.report.report.Report: the exact Mann-Whitney test, Holm over each metric's cells), counting
 the cells called a change. By the definition of the level, at most about 5% of a family's
 comparisons, and fewer cells, may be called a change by chance.
 
@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from tbsreport import ROOT, ReportError
+from tidbbench import ROOT, ReportError
 
 
 def args_of(argv):
@@ -52,7 +52,7 @@ def args_of(argv):
 def derived_plan(a):
     """The plan with only the two arms, the workloads, threads and time asked, pairs x repeats
     rounds, its own database, prepared once. ReportError (exit 2) when the arms are not identical."""
-    from tbsreport import plan as planmod
+    from tidbbench.sweep import plan as planmod
     plan = planmod.load(a.plan)
     names = [n.strip() for n in a.arms.split(",")]
     arms = {arm["name"]: arm for arm in plan["arms"]}
@@ -77,7 +77,7 @@ def derived_plan(a):
 
 def connect(db=None):
     import pymysql
-    from tbsreport.sweep import target
+    from tidbbench.sweep.sweep import target
     t = target({}, None)
     return pymysql.connect(host=t["mysql_host"], port=t["mysql_port"], user=t["mysql_user"],
                            password=t["mysql_password"], database=db, autocommit=True, connect_timeout=10)
@@ -115,9 +115,9 @@ def pair_sweeps(results, pid, names, per_pair, pairs):
 
 def count(results, pairs):
     """Per pair: the cells compared and those called a change, by the report's own statistics."""
-    from tbsreport.manifest import resolve
-    from tbsreport.prom import Prometheus
-    from tbsreport.report import Report
+    from tidbbench.report.manifest import resolve
+    from tidbbench.report.prom import Prometheus
+    from tidbbench.report.report import Report
     url = os.environ.get("TBS_PROMETHEUS_URL") or "http://127.0.0.1:9090"
     rows = []
     for ia, ib in pairs:

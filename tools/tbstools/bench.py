@@ -3,7 +3,7 @@ same server, tables, threads and duration, the database on one core and the clie
 (as with a dedicated load-generator host), alternating, several rounds: medians with their
 spread (min-max) of the ratios ours / sysbench.
 
-Figures (--figures, default runs,tax,scale; prepare and the --soak-rss mode on request):
+Figures (--figures, default runs,tax,scale,setup; prepare and the --soak-rss mode on request):
   runs     QPS and p95 ours/sysbench and client CPU per query, per target, workload and thread
            count; k6's CPU per query against gofloor's (bin/gofloor, k6/cmd/gofloor: the same
            point select through database/sql and our driver in a plain Go loop, no k6, no
@@ -15,6 +15,9 @@ Figures (--figures, default runs,tax,scale; prepare and the --soak-rss mode on r
            workload creates; Prometheus storage per hour of run.
   scale    k6 RSS and CPU per VU at --scale-threads VUs (1,500: the seeds' top step) against
            sysbench at as many threads, and the time to connect them all.
+  setup    memory per thread (peak RSS / threads) and set-up time (from the process' start to
+           the step's first measured second) of sysbench and k6 at --setup-threads (100,500,1500),
+           point select, --setup-seconds each (benchscale.py).
   prepare  rows/s of prepare, ours/sysbench (4 threads), and the ceiling for a client that costs
            nothing.
   --soak-rss [--minutes 10]: only this: k6's RSS (/proc, every --soak-interval s) over a
@@ -27,8 +30,8 @@ is set, as scripts/k6 runs oltp.js against a local database (prepare.js keeps ev
 Without remote write unless the figure is about it (tax, soak): the load generator is measured.
 
   tools/bench [--targets mariadb,tidb] [--workloads oltp_point_select,oltp_read_only,oltp_read_write,oltp_write_only]
-                [--threads 8,64] [--seconds 15] [--rounds 3] [--figures runs,tax,scale[,prepare]]
-                [--scale-threads 1500] [--no-pin | --pin-db 0 --pin-client 1] [--db sbtest_bench]
+                [--threads 8,64] [--seconds 15] [--rounds 3] [--figures runs,tax,scale,setup[,prepare]]
+                [--scale-threads 1500] [--setup-threads 100,500,1500] [--no-pin | --pin-db 0 --pin-client 1] [--db sbtest_bench]
   tools/bench --soak-rss [--minutes 10] [--targets mariadb]
 
 Needs the local stack (scripts/stack up --target both) and sysbench (apt-get install sysbench).
@@ -47,8 +50,9 @@ import threading
 import time
 from pathlib import Path
 
-from tbsreport.k6env import read_k6_env
+from tidbbench.k6env import read_k6_env
 from tbstools import benchkit as bk
+from tbstools import benchscale
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,7 +60,7 @@ STATE = Path(os.environ.get("TBS_STATE", ROOT / ".stack"))
 PORTS = {"tidb": 4000, "mariadb": 3306}
 SERVER_PID = {"tidb": "tidb.pid", "mariadb": "mariadbd.pid"}
 WORKLOADS = ["oltp_point_select", "oltp_read_only", "oltp_read_write", "oltp_write_only"]
-FIGURES = ["runs", "tax", "scale", "prepare"]
+FIGURES = ["runs", "tax", "scale", "setup", "prepare"]
 CONTRACT = json.loads((ROOT / "k6/contract.json").read_text())
 DB = "sbtest_bench"  # --db: ours; sysbench's is DB + "_sb"
 PIN = None  # bk.Pinning while the database is pinned
@@ -78,9 +82,10 @@ def server_pid(target):
         sys.exit(f"error: the local {target} server is not running ({f}); start it with scripts/stack up --target both")
 
 
-def run(cmd, env=None, probe=None, interval=1.0, check=True):
+def run(cmd, env=None, probe=None, interval=1.0, check=True, on_line=None):
     """Popen + wait4 so the rusage is this child's alone; the child on the client core.
-    probe(pid) is called every `interval` s while the child runs."""
+    probe(pid) is called every `interval` s while the child runs; on_line(line, time) as each
+    line of its output arrives."""
     t0 = time.time()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT / "k6",
                          preexec_fn=PIN.client_preexec() if PIN else None)
@@ -93,7 +98,14 @@ def run(cmd, env=None, probe=None, interval=1.0, check=True):
                 stop.wait(interval)
         th = threading.Thread(target=loop, daemon=True)
         th.start()
-    out = p.stdout.read()
+    if on_line:
+        lines = []
+        for line in p.stdout:
+            on_line(line, time.time())
+            lines.append(line)
+        out = "".join(lines)
+    else:
+        out = p.stdout.read()
     stop.set()
     if th:
         th.join()
@@ -357,53 +369,6 @@ def figure_tax(target, a, threads):
           f"{(withrw - base) / 2**20:+.1f} MiB per hour of run", flush=True)
 
 
-# ---------------------------------------------------------------- scale
-
-
-def figure_scale(target, a):
-    n = a.scale_threads
-    port = PORTS[target]
-    timing = CONTRACT["timing"]
-    connect_ms = (timing["connect_s"] + -(-n * timing["connect_s_per_1000_threads"] // 1000)) * 1000
-    res = {}
-    for prog in ("sysbench", "k6"):
-        seen = {"t_all": None, "max": 0, "t_max": None}
-        t0 = time.time()
-
-        def probe(pid, seen=seen, t0=t0):
-            c = bk.connections_to(pid, port)
-            if c > seen["max"]:
-                seen["max"], seen["t_max"] = c, time.time() - t0
-            if c >= n and seen["t_all"] is None:
-                seen["t_all"] = time.time()
-        if prog == "sysbench":
-            cmd = sysbench_cmd(target, "oltp_point_select", [f"--tables={a.tables}", f"--table-size={a.table_size}",
-                                                             f"--threads={n}", f"--time={a.seconds}"])
-            out, wall, cpu, rss = run(cmd, probe=probe, interval=0.25)
-            total, qps = sysbench_queries(out)
-            extra = f"; p95 {bk.sysbench_p95(out):.1f} ms"
-        else:
-            out, wall, cpu, rss = run(k6_cmd("oltp.js", target, {"tables": a.tables, "table_size": a.table_size,
-                                                                 "threads": n, "time": a.seconds}), k6_env(),
-                                      probe=probe, interval=0.25)
-            step = k6_result(out)["steps"][0]
-            qps = step["qps"]
-            scen = (step["window"]["step_start"] - connect_ms) / 1000
-            since = f"{seen['t_all'] - scen:.1f} s" if seen["t_all"] else "n/a"
-            step_cpu = step.get("client_cpu_s")
-            extra = (f"; from the step's scenario start to all connected {since} (connect phase {connect_ms / 1000:.0f} s); "
-                     f"CPU during the measured step {step_cpu if step_cpu is not None else float('nan'):.1f} s, "
-                     f"p95 {step['latency_ms']['pct_value']:.1f} ms; vus_ready {step.get('vus_ready')}")
-        took = f"{seen['t_all'] - t0:.1f} s" if seen["t_all"] else \
-            f"not seen (at most {seen['max']} at once, {seen['t_max'] or 0:.1f} s after start)"
-        res[prog] = (rss, cpu, qps)
-        print(f"scale: {target} {prog} {n} threads, {a.seconds} s: peak RSS {rss:.0f} MiB ({rss * 1024 / n:.0f} KiB per VU), "
-              f"CPU {cpu:.1f} s in all: start-up, connections and load ({cpu / n * 1000:.1f} ms per VU), QPS {qps:.0f}; "
-              f"from process start to all {n} connected {took}{extra}", flush=True)
-    (sr, sc, sq), (kr, kc, kq) = res["sysbench"], res["k6"]
-    print(f"scale: {target} {n} threads k6/sysbench: RSS {kr / sr:.1f}x, CPU {kc / sc:.1f}x, QPS {kq / sq:.2f}x", flush=True)
-
-
 # ---------------------------------------------------------------- soak
 
 
@@ -447,9 +412,12 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--tables", type=int, default=4)
     ap.add_argument("--table-size", type=int, default=50000)
-    ap.add_argument("--figures", default="runs,tax,scale", help=f"any of {','.join(FIGURES)}")
+    ap.add_argument("--figures", default="runs,tax,scale,setup", help=f"any of {','.join(FIGURES)}")
     ap.add_argument("--scale-threads", type=int, default=1500)
-    ap.add_argument("--scale-target", default="", help="target of the scale figure (default: the first of --targets)")
+    ap.add_argument("--scale-target", default="", help="target of the scale and setup figures (default: the first of --targets)")
+    ap.add_argument("--setup-threads", default="100,500,1500", help="thread counts of the setup figure")
+    ap.add_argument("--setup-seconds", type=int, default=10, help="measured seconds of each setup figure run")
+    ap.add_argument("--setup-rounds", type=int, default=1, help="runs of each client per thread count (medians)")
     ap.add_argument("--prepare-table-size", type=int, default=200000,
                     help="rows per table for the prepare comparison (k6's start-up is part of its time)")
     ap.add_argument("--soak-rss", action="store_true", help="only the RSS soak: a --minutes long oltp_point_select run")
@@ -472,12 +440,13 @@ def main():
     for f in figures:
         if f not in FIGURES:
             sys.exit(f"error: unknown figure '{f}' (valid: {', '.join(FIGURES)})")
-    try:
-        a.threads = [int(x) for x in a.threads.split(",")]
-        assert all(x > 0 for x in a.threads)
-    except (ValueError, AssertionError):
-        sys.exit(f"error: --threads '{a.threads}' must be positive integers separated by commas")
-    for name in ("seconds", "rounds", "tables", "table_size", "scale_threads"):
+    for name in ("threads", "setup_threads"):
+        try:
+            setattr(a, name, [int(x) for x in getattr(a, name).split(",")])
+            assert all(x > 0 for x in getattr(a, name))
+        except (ValueError, AssertionError):
+            sys.exit(f"error: --{name.replace('_', '-')} '{getattr(a, name)}' must be positive integers separated by commas")
+    for name in ("seconds", "rounds", "tables", "table_size", "scale_threads", "setup_seconds", "setup_rounds"):
         if getattr(a, name) < 1:
             sys.exit(f"error: --{name.replace('_', '-')} {getattr(a, name)} must be at least 1")
     if a.minutes <= 0 or a.soak_interval <= 0:
@@ -488,7 +457,7 @@ def main():
     scale_target = a.scale_target or targets[0]
     if scale_target not in PORTS:
         sys.exit(f"error: unknown --scale-target '{scale_target}' (valid: {', '.join(PORTS)})")
-    needs_sysbench = not a.soak_rss and bool({"runs", "scale", "prepare"} & set(figures))
+    needs_sysbench = not a.soak_rss and bool({"runs", "scale", "setup", "prepare"} & set(figures))
     if needs_sysbench and not shutil.which("sysbench"):
         sys.exit("error: sysbench is not installed (the runs, scale and prepare figures compare with sysbench 1.0.20): "
                  "apt-get install sysbench, or --figures tax")
@@ -537,7 +506,13 @@ def main():
             make_tables(scale_target, DB + "_sb", a.tables, a.table_size)
             if PIN:
                 PIN.pin_server(pids[scale_target])
-            figure_scale(scale_target, a)
+            benchscale.figure_scale(sys.modules[__name__], scale_target, a)
+        if "setup" in figures:
+            make_tables(scale_target, DB, a.tables, a.table_size)
+            make_tables(scale_target, DB + "_sb", a.tables, a.table_size)
+            if PIN:
+                PIN.pin_server(pids[scale_target])
+            benchscale.figure_setup(sys.modules[__name__], scale_target, a)
     finally:
         if PIN:
             PIN.restore()

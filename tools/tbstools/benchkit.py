@@ -16,9 +16,9 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from tbsreport import sbhist
+from tidbbench import sbhist
 
-# sysbench's latency histogram (defined once, in k6/x/tbs; tbsreport.sbhist reads it): one bucket
+# sysbench's latency histogram (defined once, in k6/x/tbs; tidbbench.sbhist reads it): one bucket
 # is a factor of about 1.018, the resolution of any p95 sysbench prints.
 SYSBENCH_BUCKET = sbhist.FACTOR
 

@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cutproxy import HOST, CutProxy
+from tbstools.cutproxy import HOST, CutProxy
 
 ROOT = Path(__file__).resolve().parents[2]
 STATE = Path(os.environ.get("TBS_STATE", ROOT / ".stack"))

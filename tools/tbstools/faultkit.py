@@ -17,8 +17,8 @@ import signal
 import time
 from collections import Counter
 
-from .cutproxy import HOST, free_port
-from .drive import DB, GRACE_S, At, Stack, connect_s  # noqa: F401 (DB, Stack: for faultkit's callers)
+from tbstools.cutproxy import HOST, free_port
+from tbstools.drive import DB, GRACE_S, At, Stack, connect_s  # noqa: F401 (DB, Stack: for faultkit's callers)
 
 
 # ====================================================================== scenarios

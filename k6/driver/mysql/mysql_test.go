@@ -3,6 +3,7 @@ package mysql
 // These tests talk to the local stack's real servers (scripts/stack up --target both):
 // TiDB on 127.0.0.1:4000 and MariaDB on 127.0.0.1:3306, user sbtest with the password in
 // .stack/secrets/sbtest. TBS_TIDB_ADDR, TBS_MARIADB_ADDR and TBS_SBTEST_PASSWORD override.
+// Under `go test -short` (scripts/test --fast: no server) the tests that need them skip.
 
 import (
 	"context"
@@ -41,7 +42,16 @@ func targets() []target {
 	return t
 }
 
+// needsServers skips a test under -short: the fast tier runs with no server (CONTRIBUTING.md).
+func needsServers(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the local stack's TiDB and MariaDB (scripts/test runs it; -short is the fast tier)")
+	}
+}
+
 func password(t *testing.T) string {
+	needsServers(t)
 	if v := os.Getenv("TBS_SBTEST_PASSWORD"); v != "" {
 		return v
 	}
@@ -75,6 +85,7 @@ func open(t *testing.T, driverName, addr string) *sql.DB {
 
 // TestScriptThroughK6 runs the embedded JS through the built bin/k6 against each target.
 func TestScriptThroughK6(t *testing.T) {
+	needsServers(t)
 	k6 := os.Getenv("K6_BIN")
 	if k6 == "" {
 		k6 = filepath.Join(repoRoot, "bin", "k6")
@@ -113,6 +124,7 @@ func sessionStatus(t *testing.T, db *sql.DB, name string) int {
 // TestPreparesOncePerConnection: a statement with arguments is prepared once per connection
 // and re-executed (sysbench's way), where go-sql-driver alone prepares it on every call.
 func TestPreparesOncePerConnection(t *testing.T) {
+	needsServers(t)
 	addr := targets()[1].addr // MariaDB counts prepares per session (Com_stmt_prepare)
 	for _, c := range []struct {
 		driver string
@@ -188,6 +200,7 @@ func (p *cutProxy) cut() {
 // an explicit transaction, the next statement must fail with 2013 rather than run in
 // autocommit on a new connection (which plain database/sql + go-sql-driver does).
 func TestLostConnectionInsideTransaction(t *testing.T) {
+	needsServers(t)
 	for _, tg := range targets() {
 		t.Run(tg.name, func(t *testing.T) {
 			admin := open(t, "mysql", tg.addr)
@@ -263,6 +276,7 @@ func waitGone(t *testing.T, admin *sql.DB, id int64) {
 // running statement at once, fail it with the context's error, and leave the pool a good
 // connection for the next statement.
 func TestCancelInterruptsStatement(t *testing.T) {
+	needsServers(t)
 	for _, tg := range targets() {
 		t.Run(tg.name, func(t *testing.T) {
 			db := open(t, DriverName, tg.addr)
@@ -293,6 +307,7 @@ func TestCancelInterruptsStatement(t *testing.T) {
 // every statement (go-sql-driver's check for stale idle connections), but an idle one is:
 // a connection whose server side went away while idle is replaced without an error.
 func TestNoLivenessProbePerStatement(t *testing.T) {
+	needsServers(t)
 	tg := targets()[1]
 	proxy := newCutProxy(t, tg.addr)
 	db := open(t, DriverName, proxy.addr())
@@ -323,6 +338,7 @@ func TestNoLivenessProbePerStatement(t *testing.T) {
 // connection (one Com_stmt_prepare) and runs nothing; the same statement then executes from
 // the cache without another prepare.
 func TestPrepareMarkerPreparesWithoutExecuting(t *testing.T) {
+	needsServers(t)
 	db := open(t, DriverName, targets()[1].addr)
 	if _, err := db.Exec("CREATE TEMPORARY TABLE tbs_marker (id INT PRIMARY KEY, k INT)"); err != nil {
 		t.Fatal(err)

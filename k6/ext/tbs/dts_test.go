@@ -126,7 +126,7 @@ func TestIndexDtsIsTheGoModule(t *testing.T) {
 	reflected := map[string]reflect.Type{
 		"Tbs": reflect.TypeOf(&Module{}), "Histogram": reflect.TypeOf(&Histogram{}),
 		"Recorder": reflect.TypeOf(&Recorder{}), "Queue": reflect.TypeOf(&QueueHandle{}),
-		"Unique": reflect.TypeOf(&Unique{}), "Counter": reflect.TypeOf(&Counter{}),
+		"Unique": reflect.TypeOf(&Unique{}), "Counter": reflect.TypeOf(&Counter{}), "Barrier": reflect.TypeOf(&BarrierHandle{}),
 		"Tally": reflect.TypeOf(&TallyHandle{}),
 	}
 	ifaceOf := map[reflect.Type]string{}

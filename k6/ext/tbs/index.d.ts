@@ -24,6 +24,8 @@
 export interface Tbs {
   /** Epoch milliseconds, monotonic, microsecond resolution. */
   now(): number;
+  /** A new testid (UTC time and four hex digits), made by the launcher core (k6/ext/launch). */
+  newTestId(): string;
 
   /** The process-wide sysbench histogram `name` (1,024 log buckets, 0.001 ms to 100 s), made on first use. */
   histogram(name: string): Histogram;
@@ -45,6 +47,8 @@ export interface Tbs {
 
   /** The process-wide counter `name`. */
   counter(name: string): Counter;
+  /** The process-wide barrier `name` for `parties` parties (fixed by its first call). */
+  barrier(name: string, parties: number): Barrier;
 
   /** The process-wide tally `name`: the run's running totals for the progress lines. */
   tally(name: string): Tally;
@@ -152,6 +156,15 @@ export interface Queue {
 export interface Unique {
   /** The next number of the sequence (0..2^32-1). */
   next(): number;
+}
+
+export interface Barrier {
+  /** Counts this VU as arrived; the last party releases the waiters. */
+  arrive(): void;
+  /** Waits for the release: its time (epoch ms), `deadline` when not all arrived by then, -1 when the VU was stopped. */
+  wait(deadline: number): number;
+  /** How many parties have arrived. */
+  arrived(): number;
 }
 
 export interface Counter {

@@ -14,6 +14,7 @@
 //     MAX_QUEUE_LEN), arrivals beyond it are counted as dropped.
 //   - Unique: sysbench.rand.unique(), one sequence for the whole process.
 //   - Counter: a number shared by the VUs of the process (ready VUs, and so on).
+//   - Barrier: a thread step's start: its load begins when all its VUs are connected.
 //   - Tally: a run's running totals in the process (queries, transactions, errors,
 //     reconnects, interval latencies), for the progress lines.
 //   - cpuSeconds / rssBytes: the process' own resource use.
@@ -21,7 +22,7 @@
 // One file per concern: module.go (registration, the process-wide state), clock.go,
 // histogram.go (+ atomicfloat.go; histspec.go: its definition as data, exported to
 // k6/contract.json), sink.go (the bounded Trend sink), recorder.go, queue.go, unique.go,
-// counter.go, tally.go, marks.go, process.go, exec.go (the statement runner), rand.go
+// counter.go, barrier.go, tally.go, marks.go, process.go, exec.go (the statement runner), rand.go
 // (sysbench's random numbers). index.d.ts is the JS API; dts_test.go keeps it true.
 package tbs
 
@@ -37,12 +38,18 @@ const ImportPath = "k6/x/tbs"
 
 func init() { modules.Register(ImportPath, newRoot()) }
 
+// NewRoot is a fresh process-wide state of the module (histograms, queues, marks, notes, ...):
+// k6 registers one per process; an in-process test (k6/jstest) makes one per runtime, so that
+// what one test's scripts leave behind (a first-write-wins note, say) does not reach the next.
+func NewRoot() modules.Module { return newRoot() }
+
 type root struct {
 	mu       sync.Mutex
 	hists    map[string]*Histogram
 	queues   map[string]*Queue
 	uniques  map[string]*Unique
 	counters map[string]*Counter
+	barriers map[string]*Barrier
 	tallies  map[string]*Tally
 	bounded  map[*metrics.Metric]bool
 	marks    map[string]float64
@@ -52,7 +59,7 @@ type root struct {
 func newRoot() *root {
 	return &root{
 		hists: map[string]*Histogram{}, queues: map[string]*Queue{}, uniques: map[string]*Unique{},
-		counters: map[string]*Counter{}, tallies: map[string]*Tally{}, bounded: map[*metrics.Metric]bool{},
+		counters: map[string]*Counter{}, barriers: map[string]*Barrier{}, tallies: map[string]*Tally{}, bounded: map[*metrics.Metric]bool{},
 	}
 }
 

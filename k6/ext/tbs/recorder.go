@@ -18,10 +18,18 @@ type Recorder struct {
 	h, rh              *Histogram
 	tally              *Tally
 	buf                []metrics.Sample
+	last               int // samples of the last batch sent: the next batch's first room
 }
 
 // batchSamples bounds a Recorder's unsent samples (a VU that never flushes still sends).
 const batchSamples = 512
+
+// minBatch is the least room a new batch starts with. A batch starts with room for as many
+// samples as the last one had, not batchSamples: a VU's batch is handed to k6 and a new one
+// made at every flush (every flush_ms), and at 1,500 VUs on one core a VU ends a few events
+// per flush, where 512 samples' room (28 KiB) per VU and flush was 42 MiB held and 200 MiB/s
+// allocated for nothing (docs/bench.md).
+const minBatch = 8
 
 // trend returns the registry's Trend `name` (time-valued), with a bounded end-of-test sink.
 func (m *Module) trend(name string) (*metrics.Metric, error) {
@@ -90,7 +98,7 @@ func (r *Recorder) push(mt *metrics.Metric, v float64) {
 	}
 	ctm := state.Tags.GetCurrentValues()
 	if r.buf == nil {
-		r.buf = make([]metrics.Sample, 0, batchSamples)
+		r.buf = make([]metrics.Sample, 0, min(max(r.last, minBatch), batchSamples))
 	}
 	r.buf = append(r.buf, metrics.Sample{
 		TimeSeries: metrics.TimeSeries{Metric: mt, Tags: ctm.Tags},
@@ -109,6 +117,7 @@ func (r *Recorder) Flush() {
 	}
 	batch := r.buf
 	r.buf = nil
+	r.last = len(batch)
 	state := r.m.vu.State()
 	if state == nil {
 		return

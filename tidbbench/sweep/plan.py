@@ -1,0 +1,505 @@
+"""scripts/sweep --plan FILE: two or more arms (targets, settings, options) run interleaved.
+
+A plan (JSON):
+
+    {"workloads": ["oltp_point_select"], "threads": [1, 2], "repeats": 5, "seed": 1,
+     "options": {"time": 3, "warmup_time": 1, "tables": 1, "table_size": 2000, "mysql_db": "sbtest"},
+     "reset": false, "analyze": false,
+     "admin": {"user": "root", "password_file": ".stack/secrets/tidb-root"},
+     "arms": [{"name": "base"},
+              {"name": "no-plan-cache", "set_global": {"tidb_enable_prepared_plan_cache": "OFF"}}]}
+
+Every arm is a sweep of its own, results/sweep-<id>-<arm>.json (so `scripts/report
+sweep-<id>-<a> sweep-<id>-<b>` compares any two); results/plan-<id>.json records the plan, the
+order the samples ran in and its status. Each round runs every workload once per arm, the
+arms' order shuffled per round (deterministic from `seed`), so drift, caches and noisy
+neighbours hit every arm alike. `set_global` variables are set (SET GLOBAL, as the `admin`
+login) before each of the arm's samples; an arm that does not name a variable another arm sets
+runs with the value it had when the plan started, and every such variable is restored at the
+end. Run again with the same --id, an interrupted plan resumes: finished samples are kept.
+
+`"prepare": true` drops and prepares the tables (prepare.js) once per target before the first
+sample (a resumed plan does not again); `"reset": true` does so before every sample. A plan that
+prepares (either) creates its database when the target has none; one that does not stops before
+anything runs, naming the database and the command that prepares it.
+
+Before anything runs, a plan whose arms turn on tidb_enable_async_commit or tidb_enable_1pc and
+whose workloads write stops on a target that is TiDB on unistore (the local stack's: its
+`tidb_version()` says `Store: unistore`): unistore fails TiDB's own index assertion (error 8141)
+under async commit and 1PC with concurrent writes, so such a run would stop minutes in. The
+message names the variables and the ways around: `--drop-global` (seedplan.py), read-only
+workloads (`--workloads`), or a real cluster. `"source"`
+names the report a plan reproduces (plans/seed-*.json), `"targets": "required"` refuses to
+run until `--arm-target` gives every arm a target. The command line may scale a plan down and
+point its arms at targets: `--scale`, `--threads`, `--time`, `--warmup-time`, `--workloads`,
+`--mysql-db`, `--arm-target` (tidbbench/sweep/seedplan.py).
+"""
+import hashlib
+import json
+import os
+import random
+import re
+import sys
+import time
+from pathlib import Path
+
+from tidbbench import ROOT, ReportError, contract
+from tidbbench.commands import DEFAULTS
+from tidbbench.k6env import new_testid
+from tidbbench.sweep import seedplan
+from tidbbench.sweep import sweep as sw
+
+KEYS = {"workloads", "threads", "repeats", "seed", "options", "reset", "analyze", "prepare_threads", "arms",
+        "admin", "description", "source", "targets", "prepare"}
+ARM_KEYS = {"name", "options", "set_global", "description"}
+ADMIN_KEYS = {"user", "password_file", "host", "port"}
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.]{0,15}$")
+# set by the plan itself, not as an option
+OWN = {"workload", "threads", "testid", "results_dir", "command"}
+VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# sysbench's tests that only read (k6/lib/workloads: no INSERT, UPDATE or DELETE)
+READ_ONLY = {"oltp_point_select", "oltp_read_only", "select_random_points", "select_random_ranges"}
+# what TiDB on unistore (tidb-server --store=unistore, the local stack's) cannot take with
+# concurrent writes: its index assertion fails (error 8141, "assertion failed ... assertion: Exist")
+UNISTORE_UNSAFE = ("tidb_enable_async_commit", "tidb_enable_1pc")
+
+
+def same_value(got, want):
+    """Whether a variable's value as the server gives it is the one set: 1/ON/true and 0/OFF/false
+    are one (TiDB answers ON for an enum set to 1), otherwise the text, case aside."""
+    g, w = str(got).lower(), str(want).lower()
+    return g == w or any(g in s and w in s for s in ({"1", "on", "true"}, {"0", "off", "false"}))
+
+
+def _err(msg):
+    return ReportError(msg, code=2)
+
+
+def load(path):
+    """The plan at `path`, checked: ReportError (exit 2) naming the bad key or value."""
+    p = Path(path)
+    if not p.is_file():
+        raise _err(f"plan file {path} does not exist")
+    try:
+        plan = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise _err(f"plan {path} is not valid JSON: {e}")
+    if not isinstance(plan, dict):
+        raise _err(f"plan {path}: a JSON object is expected")
+    for k in plan:
+        if k not in KEYS:
+            raise _err(f"plan {path}: unknown key '{k}' (valid: {', '.join(sorted(KEYS))})")
+    workloads = plan.get("workloads")
+    valid = contract.workloads()
+    if not workloads or not isinstance(workloads, list):
+        raise _err(f"plan {path}: 'workloads' must list at least one workload (valid: {', '.join(valid)})")
+    for w in workloads:
+        if w not in valid:
+            raise _err(f"plan {path}: unknown workload '{w}' (valid: {', '.join(valid)})")
+    if len(set(workloads)) != len(workloads):
+        raise _err(f"plan {path}: 'workloads' lists a workload twice")
+    threads = plan.get("threads")
+    if not threads or not isinstance(threads, list) or not all(isinstance(t, int) and t >= 1 for t in threads):
+        raise _err(f"plan {path}: 'threads' must be a list of thread counts >= 1, e.g. [2, 4] (got {threads!r})")
+    repeats = plan.get("repeats", 1)
+    if not isinstance(repeats, int) or repeats < 1:
+        raise _err(f"plan {path}: invalid repeats {repeats!r}: must be >= 1")
+    check_options(path, "options", plan.get("options", {}))
+    if plan.get("targets", "optional") not in ("required", "optional"):
+        raise _err(f"plan {path}: invalid targets {plan['targets']!r} (valid: required, optional)")
+    if not isinstance(plan.get("source", ""), str):
+        raise _err(f"plan {path}: 'source' must name the report the plan reproduces (got {plan['source']!r})")
+    for k in ("reset", "analyze", "prepare"):
+        if not isinstance(plan.get(k, False), bool):
+            raise _err(f"plan {path}: '{k}' must be true or false (got {plan[k]!r})")
+    arms = plan.get("arms")
+    if not isinstance(arms, list) or len(arms) < 2:
+        raise _err(f"plan {path}: 'arms' must list two or more arms")
+    names = []
+    for i, arm in enumerate(arms):
+        if not isinstance(arm, dict):
+            raise _err(f"plan {path}: arm {i + 1} must be an object")
+        for k in arm:
+            if k not in ARM_KEYS:
+                raise _err(f"plan {path}: arm {i + 1}: unknown key '{k}' (valid: {', '.join(sorted(ARM_KEYS))})")
+        name = arm.get("name")
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            raise _err(f"plan {path}: arm {i + 1}: invalid name {name!r} (letters, digits, '_' and '.', "
+                       "at most 16)")
+        if name in names:
+            raise _err(f"plan {path}: two arms are named '{name}'")
+        names.append(name)
+        check_options(path, f"arm '{name}' options", arm.get("options", {}))
+        sg = arm.get("set_global", {})
+        if not isinstance(sg, dict) or not all(VAR_RE.match(str(k)) for k in sg):
+            raise _err(f"plan {path}: arm '{name}': set_global must map variable names to values")
+        for v in sg.values():
+            if not isinstance(v, (str, int, float)) or (isinstance(v, str) and not re.match(r"^[A-Za-z0-9_.\-]*$", v)):
+                raise _err(f"plan {path}: arm '{name}': set_global value {v!r} must be a number or a word")
+    if any(arm.get("set_global") for arm in arms):
+        adm = plan.get("admin")
+        if not isinstance(adm, dict) or not adm.get("user"):
+            raise _err(f"plan {path}: set_global needs 'admin': {{\"user\": ..., \"password_file\": ...}} "
+                       "(a login allowed to SET GLOBAL)")
+        for k in adm:
+            if k not in ADMIN_KEYS:
+                raise _err(f"plan {path}: admin: unknown key '{k}' (valid: {', '.join(sorted(ADMIN_KEYS))})")
+    return plan
+
+
+def check_options(path, where, opts):
+    if not isinstance(opts, dict):
+        raise _err(f"plan {path}: {where} must be an object of k6 options")
+    for k in opts:
+        if k in OWN:
+            raise _err(f"plan {path}: {where}: option '{k}' is set by the plan itself")
+        if k not in DEFAULTS:
+            raise _err(f"plan {path}: {where}: unknown option '{k}' (valid: {', '.join(DEFAULTS)})")
+
+
+def arm_options(plan, arm):
+    o = dict(plan.get("options", {}))
+    o.update(arm.get("options", {}))
+    return o
+
+
+def round_order(names, seed, rnd_no):
+    """The arms' order in one round: a shuffle seeded by (seed, round)."""
+    order = list(names)
+    random.Random(f"{seed}/{rnd_no}").shuffle(order)
+    return order
+
+
+def target_vars(plan, target_of):
+    """{target: the set_global variables of the arms that run there}: a target is asked only for
+    its own arms' variables (another version may not have the others)."""
+    tv = {}
+    for arm in plan["arms"]:
+        tv.setdefault(target_of(arm), set()).update(arm.get("set_global", {}))
+    return tv
+
+
+def digest(plan):
+    return hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def connect(t, user=None, password=None):
+    import pymysql
+    return pymysql.connect(host=t["mysql_host"], port=int(t["mysql_port"]), user=user or t["mysql_user"],
+                           password=t["mysql_password"] if password is None else password,
+                           database=None if user else t["mysql_db"], autocommit=True, connect_timeout=10)
+
+
+def unistore_conflict(plan, arm_names, store):
+    """The message that stops a plan before it runs when the arms `arm_names` (at one target whose
+    TiDB store is `store`) turn on UNISTORE_UNSAFE variables and the plan's workloads write; None
+    when they can run."""
+    if (store or "").lower() != "unistore":
+        return None
+    on = {}
+    for arm in plan["arms"]:
+        if arm["name"] in arm_names:
+            for v, x in (arm.get("set_global") or {}).items():
+                if v in UNISTORE_UNSAFE and same_value(x, 1):
+                    on.setdefault(v, []).append(arm["name"])
+    writes = [w for w in plan["workloads"] if w not in READ_ONLY]
+    if not on or not writes:
+        return None
+    names = sorted(on)
+    arms = sorted({a for v in names for a in on[v]})
+    reads = [w for w in plan["workloads"] if w in READ_ONLY]
+    return (f"arm(s) {', '.join(arms)} set {', '.join(f'{v}=ON' for v in names)}, and the target is TiDB on "
+            "unistore (tidb_version(): Store: unistore, as the local stack's), which fails TiDB's index "
+            "assertion (error 8141, 'assertion failed ... assertion: Exist') under async commit and 1PC with "
+            f"concurrent writes: the write workload(s) {', '.join(writes)} would stop with it (sysbench does "
+            "too). Run the plan against a real cluster (TiKV), or here with --drop-global "
+            f"{','.join(names)} (the arms keep their other variables; the report records it)"
+            + (f", or only its read-only workloads (--workloads {','.join(reads)})" if reads else
+               ", or with read-only workloads only")
+            + " (nothing was run)")
+
+
+def tidb_store(conn):
+    """'unistore', 'tikv', ... from TiDB's tidb_version() ('Store: ...' line); None for a server
+    that is not TiDB (MySQL, MariaDB) or does not say."""
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT tidb_version()")
+            text = str(cur.fetchone()[0])
+    except Exception:  # not TiDB: no such function
+        return None
+    m = re.search(r"^Store:\s*(\S+)", text, re.M)
+    return m.group(1) if m else None
+
+
+def ensure_database(t, prepares):
+    """The target's database, created when missing and the plan prepares its tables; otherwise a
+    ReportError naming the database and what makes it."""
+    import pymysql
+    try:
+        connect(t).close()
+        return
+    except pymysql.err.OperationalError as e:
+        if e.args[0] != 1049:  # ER_BAD_DB_ERROR; anything else is the caller's "cannot be reached"
+            raise
+    where = f"{t['mysql_host']}:{t['mysql_port']}"
+    if not prepares:
+        raise _err(f"database '{t['mysql_db']}' does not exist on {where}, and the plan does not prepare its "
+                   "tables (\"prepare\": true or \"reset\": true): create and prepare it first "
+                   f"(scripts/k6 run -e mysql_db={t['mysql_db']} -e tables=N -e table_size=N k6/prepare.js after "
+                   f"CREATE DATABASE {t['mysql_db']}), or give --mysql-db (nothing was run)")
+    c = connect(dict(t, mysql_db=None))
+    try:
+        with c.cursor() as cur:
+            cur.execute(f"CREATE DATABASE IF NOT EXISTS `{t['mysql_db']}`")
+    except pymysql.MySQLError as e:
+        raise _err(f"database '{t['mysql_db']}' does not exist on {where} and user '{t['mysql_user']}' cannot "
+                   f"create it: {e.args[-1]}; create it as an admin, or give --mysql-db (nothing was run)")
+    finally:
+        c.close()
+    print(f"plan: created database {t['mysql_db']} on {where} (the plan prepares its tables)", flush=True)
+
+
+def admin_password(adm):
+    pf = adm.get("password_file")
+    if not pf:
+        return ""
+    f = Path(pf) if os.path.isabs(pf) else ROOT / pf
+    try:
+        return f.read_text().strip()
+    except OSError as e:
+        raise _err(f"plan admin: cannot read password_file {pf}: {e.strerror}")
+
+
+def run_plan(a, argv):
+    plan = load(a.plan)
+    plan, overrides, scaled = seedplan.apply(plan, a.plan, a)
+    if a.repeats != 1:
+        plan["repeats"] = a.repeats
+    results = Path(a.results).resolve()
+    results.mkdir(parents=True, exist_ok=True)
+    try:
+        base = a.id or new_testid()
+    except RuntimeError as e:
+        raise _err(f"no plan id: {e}") from e
+    base = base[len("plan-"):] if base.startswith("plan-") else base
+    names = [arm["name"] for arm in plan["arms"]]
+    repeats = plan.get("repeats", 1)
+    for w in plan["workloads"]:
+        for n in names:
+            tid = sw.sample_testid(f"{base}-{n}", w, repeats, repeats)
+            if not contract.testid_re().match(tid):
+                raise _err(f"invalid --id {a.id}: testid '{tid}' must be letters, digits, . _ - "
+                           f"(at most {contract.testid_max()})")
+    ppath = results / f"plan-{base}.json"
+    state = None
+    if ppath.exists():
+        state = json.loads(ppath.read_text())
+        if state.get("digest") != digest(plan):
+            raise _err(f"plan '{base}' exists ({ppath}) with another plan; choose another --id")
+        if state.get("status") == "complete":
+            raise _err(f"plan '{base}' is complete ({ppath}); choose another --id")
+    # every arm reachable, with options k6 accepts, before anything runs
+    targets, admins, logins = {}, {}, {}
+    # the variables set on a target: those of the arms that run there (another version may not have them)
+    def target_of(arm):
+        t = sw.target({k: str(v) for k, v in arm_options(plan, arm).items()}, None)
+        return (t["mysql_host"], t["mysql_port"])
+    tvars = target_vars(plan, target_of)
+    for arm in plan["arms"]:
+        opts = arm_options(plan, arm)
+        common = [x for k, v in opts.items() for x in ("-e", f"{k}={v}")]
+        bad = sw.k6_check(common, plan["workloads"], ",".join(map(str, plan["threads"])))
+        if bad:
+            raise _err(f"arm '{arm['name']}': {bad} (nothing was run)")
+        t = sw.target({k: str(v) for k, v in opts.items()}, None)
+        targets[arm["name"]] = t
+        key = (t["mysql_host"], t["mysql_port"])
+        try:
+            c = connect(dict(t, mysql_db=None))
+            store = tidb_store(c)
+            c.close()
+            conflict = unistore_conflict(plan, [a["name"] for a in plan["arms"] if target_of(a) == key], store)
+            if conflict:
+                raise _err(f"{t['mysql_host']}:{t['mysql_port']}: {conflict}")
+            ensure_database(t, bool(plan.get("prepare") or plan.get("reset")))
+        except ReportError:
+            raise
+        except Exception as e:  # pymysql's errors, refused ports, unknown hosts
+            raise _err(f"arm '{arm['name']}' cannot be reached: {t['mysql_host']}:{t['mysql_port']} as user "
+                       f"'{t['mysql_user']}' (database '{t['mysql_db']}'): {getattr(e, 'args', [e])[-1]} "
+                       "(nothing was run)")
+        sg_vars = sorted(tvars[key])
+        if sg_vars:
+            adm = plan["admin"]
+            if key not in admins:
+                at = dict(t, mysql_host=adm.get("host", t["mysql_host"]), mysql_port=adm.get("port", t["mysql_port"]))
+                try:
+                    c = connect(at, user=adm["user"], password=admin_password(adm))
+                except ReportError:
+                    raise
+                except Exception as e:
+                    raise _err(f"arm '{arm['name']}': the admin login '{adm['user']}' cannot connect to "
+                               f"{at['mysql_host']}:{at['mysql_port']}: {getattr(e, 'args', [e])[-1]} "
+                               "(nothing was run)")
+                with c.cursor() as cur:
+                    orig = {}
+                    for v in sg_vars:
+                        try:
+                            cur.execute(f"SELECT @@GLOBAL.{v}")
+                            orig[v] = str(cur.fetchone()[0])
+                        except Exception as e:
+                            raise _err(f"arm '{arm['name']}': unknown variable '{v}' in set_global: "
+                                       f"{getattr(e, 'args', [e])[-1]} (nothing was run)")
+                admins[key] = (c, orig)
+                logins[key] = (at, adm["user"], admin_password(adm))
+    if state is not None:
+        # a resumed plan: the values from before the plan started, not what an interrupted run left
+        for (h, p), (c, orig) in admins.items():
+            orig.update(state.get("original_globals", {}).get(f"{h}:{p}", {}))
+    if state is None:
+        state = {"plan": f"plan-{base}", "digest": digest(plan), "file": str(a.plan), "spec": plan,
+                 "overrides": overrides, "scaled": scaled, "prepared": [],
+                 "created": sw.now_ms(), "status": "running",
+                 "arms": {n: f"sweep-{base}-{n}" for n in names}, "order": [], "original_globals": {}}
+        for (h, p), (_, orig) in admins.items():
+            state["original_globals"][f"{h}:{p}"] = orig
+    state["status"] = "running"
+    sw.save_json(ppath, state)
+    arms = {arm["name"]: arm for arm in plan["arms"]}
+    sweeps = {}
+    for n in names:
+        sp = results / f"sweep-{base}-{n}.json"
+        if sp.exists():
+            sweeps[n] = json.loads(sp.read_text())
+        else:
+            opts = arm_options(plan, arms[n])
+            sweeps[n] = {
+                "sweep": f"sweep-{base}-{n}", "plan": f"plan-{base}", "arm": n, "status": "running",
+                "created": sw.now_ms(), "finished": None,
+                "command": sw.scrub_argv(["scripts/sweep", *argv]),
+                "workloads": plan["workloads"], "threads": plan["threads"], "repeats": repeats,
+                "options": {k: ("***" if k == "mysql_password" else v) for k, v in opts.items()},
+                "set_global": arms[n].get("set_global", {}),
+                "scaled": scaled, "source": plan.get("source"),
+                "stack": sw.stack_commit(), "analyze": bool(plan.get("analyze")), "reset": bool(plan.get("reset")),
+                "prepare_threads": plan.get("prepare_threads", 4) if plan.get("reset") else None, "runs": []}
+        sw.save_json(results / f"sweep-{base}-{n}.json", sweeps[n])
+    done = {r["testid"] for s in sweeps.values() for r in s["runs"]}
+
+    class Flags:  # what run_sample reads of the command line
+        reset = bool(plan.get("reset"))
+        analyze = bool(plan.get("analyze"))
+        prepare_threads = plan.get("prepare_threads", 4)
+
+    def apply(n):
+        t = targets[n]
+        sg_vars = sorted(tvars[(t["mysql_host"], t["mysql_port"])])
+        if not sg_vars:
+            return
+        c, orig = admins[(t["mysql_host"], t["mysql_port"])]
+        want = dict(orig)
+        want.update({k: str(v) for k, v in arms[n].get("set_global", {}).items()})
+        with c.cursor() as cur:
+            for v in sg_vars:
+                cur.execute(f"SET GLOBAL {v} = %s", (want[v],))
+                cur.execute(f"SELECT @@GLOBAL.{v}")
+                got = str(cur.fetchone()[0])
+                if not same_value(got, want[v]):
+                    raise ReportError(f"arm '{n}': SET GLOBAL {v} = {want[v]} left it at {got} (the target's "
+                                      f"{v} does not take that value: a variable of another TiDB version?)")
+        print(f"plan: arm {n}: " + ", ".join(f"{v}={want[v]}" for v in sg_vars), flush=True)
+
+    skipped = 0
+    t0 = time.time()
+    try:
+        if plan.get("prepare"):
+            prepare_once(plan, arms, names, targets, state, ppath, results, sw)
+        for rnd in range(1, repeats + 1):
+            order = round_order(names, plan.get("seed", 1), rnd)
+            for w in plan["workloads"]:
+                for n in order:
+                    tid = sw.sample_testid(f"{base}-{n}", w, rnd, repeats)
+                    if tid in done:
+                        skipped += 1
+                        continue
+                    opts = arm_options(plan, arms[n])
+                    common = [x for k, v in opts.items() for x in ("-e", f"{k}={v}")]
+                    tables = int(opts.get("tables") or DEFAULTS["tables"])
+                    entry = {"workload": w, "testid": tid, "repeat": rnd, "arm": n}
+                    sw.run_sample(entry, common, ",".join(map(str, plan["threads"])), results, Flags, tables,
+                                  lambda n=n: targets[n], before=lambda n=n: apply(n))
+                    sweeps[n]["runs"].append(entry)
+                    sw.save_json(results / f"sweep-{base}-{n}.json", sweeps[n])
+                    state["order"].append(tid)
+                    sw.save_json(ppath, state)
+    except (ReportError, KeyboardInterrupt) as e:
+        state["status"] = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
+        state["error"] = str(e) or "interrupted"
+        sw.save_json(ppath, state)
+        for n in names:
+            sweeps[n]["status"] = state["status"]
+            sw.save_json(results / f"sweep-{base}-{n}.json", sweeps[n])
+        print(f"error: plan plan-{base} {state['status']}: {state['error']} (run it again with --id {base} "
+              "to resume; finished samples are kept)", file=sys.stderr)
+        return 130 if isinstance(e, KeyboardInterrupt) else getattr(e, "code", 1) or 1
+    finally:
+        restore(admins, logins)
+    for n in names:
+        sweeps[n]["status"] = "complete"
+        sweeps[n]["finished"] = sw.now_ms()
+        sw.save_json(results / f"sweep-{base}-{n}.json", sweeps[n])
+    state["status"] = "complete"
+    state["finished"] = sw.now_ms()
+    state["seconds"] = round((state["finished"] - state["created"]) / 1000, 1)  # from the start, resumes included
+    sw.save_json(ppath, state)
+    print(f"plan plan-{base} done: {time.time() - t0:.0f} s this time, {state['seconds']:.0f} s since it started "
+          f"({skipped} sample(s) kept from before): "
+          f"arms {', '.join(state['arms'].values())} (manifest {ppath})", flush=True)
+    if a.no_report:
+        return 0
+    import subprocess
+    return subprocess.run(sw.report_cmd(a, results, [state["arms"][names[0]], state["arms"][names[1]]])).returncode
+
+
+def prepare_once(plan, arms, names, targets, state, ppath, results, sw):
+    """`"prepare": true`: the tables dropped and prepared once per target (host, port, database)
+    before the first sample; a resumed plan skips the targets it prepared."""
+    for n in names:
+        t = targets[n]
+        key = f"{t['mysql_host']}:{t['mysql_port']}/{t['mysql_db']}"
+        if key in state.setdefault("prepared", []):
+            continue
+        common = [x for k, v in arm_options(plan, arms[n]).items() for x in ("-e", f"{k}={v}")]
+        t0 = time.time()
+        if sw.k6([*common, "-e", "command=cleanup", "k6/prepare.js"], results) != 0:
+            raise ReportError(f"prepare for arm '{n}' ({key}): prepare.js cleanup failed")
+        if sw.k6([*common, "-e", f"threads={plan.get('prepare_threads', 4)}", "k6/prepare.js"], results) != 0:
+            raise ReportError(f"prepare for arm '{n}' ({key}): prepare.js prepare failed")
+        print(f"plan: prepared {key} for arm {n} in {time.time() - t0:.0f} s", flush=True)
+        state["prepared"].append(key)
+        sw.save_json(ppath, state)
+
+
+def restore(admins, logins, wait_s=120):
+    """Puts every set_global variable back to its value from before the plan; when the server
+    went away (restarted), retries a fresh admin connection for up to wait_s seconds."""
+    for key, (c, orig) in admins.items():
+        deadline = time.time() + wait_s
+        while True:
+            try:
+                if c is None:
+                    at, user, pw = logins[key]
+                    c = connect(at, user=user, password=pw)
+                with c.cursor() as cur:
+                    for v, val in orig.items():
+                        cur.execute(f"SET GLOBAL {v} = %s", (val,))
+                c.close()
+                break
+            except Exception as e:
+                c = None
+                if time.time() > deadline:
+                    print(f"warning: could not restore the global variables of {key[0]}:{key[1]} ({orig}): {e}",
+                          file=sys.stderr)
+                    break
+                time.sleep(2)

@@ -1,0 +1,161 @@
+"""tools/bench's figures about many threads: `scale` (k6 at 1,500 VUs against sysbench at as many
+threads: RSS, CPU, QPS, the time to connect them all) and `setup` (memory per thread and the time
+from the process' start to the step's first measured second, at 100, 500 and 1,500 threads, for
+both clients). `b` is the bench module (tbstools.bench, run as __main__): its run(), commands and
+settings.
+"""
+import os
+import statistics
+import time
+
+from tbstools import benchkit as bk
+
+# issue 31's targets: k6's RSS and set-up time at most twice sysbench's
+SETUP_TARGET = 2.0
+
+
+# ---------------------------------------------------------------- scale
+
+
+def connect_phase_ms(b, n):
+    """The fixed connect phase of a k6 thread step of n threads: option connect_time from the
+    environment k6 inherits, or with `auto` (the default) k6/contract.json's timing, as
+    k6/lib/steps.js connectSeconds."""
+    given = os.environ.get("connect_time", "auto").strip()
+    if given.isdigit():
+        return int(given) * 1000
+    timing = b.CONTRACT["timing"]
+    return (timing["connect_s"] + -(-n * timing["connect_s_per_1000_threads"] // 1000)) * 1000
+
+
+def figure_scale(b, target, a):
+    n = a.scale_threads
+    port = b.PORTS[target]
+    connect_ms = connect_phase_ms(b, n)
+    res = {}
+    for prog in ("sysbench", "k6"):
+        seen = {"t_all": None, "max": 0, "t_max": None}
+        t0 = time.time()
+
+        def probe(pid, seen=seen, t0=t0):
+            c = bk.connections_to(pid, port)
+            if c > seen["max"]:
+                seen["max"], seen["t_max"] = c, time.time() - t0
+            if c >= n and seen["t_all"] is None:
+                seen["t_all"] = time.time()
+        if prog == "sysbench":
+            cmd = b.sysbench_cmd(target, "oltp_point_select", [f"--tables={a.tables}", f"--table-size={a.table_size}",
+                                                               f"--threads={n}", f"--time={a.seconds}"])
+            out, wall, cpu, rss = b.run(cmd, probe=probe, interval=0.25)
+            total, qps = b.sysbench_queries(out)
+            extra = f"; p95 {bk.sysbench_p95(out):.1f} ms"
+        else:
+            out, wall, cpu, rss = b.run(b.k6_cmd("oltp.js", target, {"tables": a.tables, "table_size": a.table_size,
+                                                                     "threads": n, "time": a.seconds}), b.k6_env(),
+                                        probe=probe, interval=0.25)
+            result = b.k6_result(out)
+            step = result["steps"][0]
+            qps = step["qps"]
+            # the first step's scenario starts when setup() returns (run_start)
+            scen = (result.get("run_start") or step["window"]["step_start"] - connect_ms) / 1000
+            since = f"{seen['t_all'] - scen:.1f} s" if seen["t_all"] else "n/a"
+            step_cpu = step.get("client_cpu_s")
+            extra = (f"; from the step's scenario start to all connected {since}, to the load's start "
+                     f"{step['window']['step_start'] / 1000 - scen:.1f} s (connect phase at most {connect_ms / 1000:.0f} s); "
+                     f"CPU during the measured step {step_cpu if step_cpu is not None else float('nan'):.1f} s, "
+                     f"p95 {step['latency_ms']['pct_value']:.1f} ms; vus_ready {step.get('vus_ready')}")
+        took = f"{seen['t_all'] - t0:.1f} s" if seen["t_all"] else \
+            f"not seen (at most {seen['max']} at once, {seen['t_max'] or 0:.1f} s after start)"
+        res[prog] = (rss, cpu, qps)
+        print(f"scale: {target} {prog} {n} threads, {a.seconds} s: peak RSS {rss:.0f} MiB ({rss * 1024 / n:.0f} KiB per VU), "
+              f"CPU {cpu:.1f} s in all: start-up, connections and load ({cpu / n * 1000:.1f} ms per VU), QPS {qps:.0f}; "
+              f"from process start to all {n} connected {took}{extra}", flush=True)
+    (sr, sc, sq), (kr, kc, kq) = res["sysbench"], res["k6"]
+    print(f"scale: {target} {n} threads k6/sysbench: RSS {kr / sr:.1f}x, CPU {kc / sc:.1f}x, QPS {kq / sq:.2f}x", flush=True)
+
+
+# ---------------------------------------------------------------- setup
+
+
+def _connections_probe(port, n):
+    """When all n connections were up, and the client's CPU seconds over time (samples)."""
+    seen = {"t_all": None, "max": 0, "cpu": []}
+
+    def probe(pid):
+        seen["cpu"].append((time.time(), bk.process_cpu_seconds(pid)))
+        if seen["t_all"] is not None:
+            return
+        c = bk.connections_to(pid, port)
+        seen["max"] = max(seen["max"], c)
+        if c >= n:
+            seen["t_all"] = time.time()
+    return seen, probe
+
+
+def cpu_at(seen, t):
+    """The client's CPU seconds at time t: the last sample taken at or before it (every 0.1 s)."""
+    before = [c for at, c in seen["cpu"] if at <= t]
+    return before[-1] if before else 0.0
+
+
+def setup_sysbench(b, target, a, n):
+    """sysbench oltp_point_select at n threads: (peak RSS MiB, set-up s, all connected s or None).
+    Set-up: from the process' start to "Threads started!", which sysbench prints when every
+    thread has connected and prepared its statements (thread_init) and the barrier lets them go:
+    its timer starts there (line-buffered stdout through stdbuf, timed as each line arrives)."""
+    seen, probe = _connections_probe(b.PORTS[target], n)
+    started = {}
+
+    def line(text, at):
+        if "started" not in started and text.startswith("Threads started!"):
+            started["started"] = at
+    cmd = ["stdbuf", "-oL", *b.sysbench_cmd(target, "oltp_point_select", [
+        f"--tables={a.tables}", f"--table-size={a.table_size}", f"--threads={n}", f"--time={a.setup_seconds}"])]
+    t0 = time.time()
+    out, _, _, rss = b.run(cmd, probe=probe, interval=0.1, on_line=line)
+    if "started" not in started:
+        raise SystemExit(f"error: sysbench printed no 'Threads started!' line:\n{out[-2000:]}")
+    return (rss, started["started"] - t0, (seen["t_all"] - t0) if seen["t_all"] else None,
+            cpu_at(seen, started["started"]))
+
+
+def setup_k6(b, target, a, n):
+    """our k6 (oltp.js) at n threads: (peak RSS MiB, set-up s, all connected s or None, VU init s).
+    Set-up: from the process' start to the step's measure_start (results JSON, epoch ms); VU
+    init: to the run's start (setup(), which k6 runs once every VU is initialized)."""
+    seen, probe = _connections_probe(b.PORTS[target], n)
+    t0 = time.time()
+    out, _, _, rss = b.run(b.k6_cmd("oltp.js", target, {"tables": a.tables, "table_size": a.table_size, "threads": n,
+                                                        "time": a.setup_seconds}), b.k6_env(), probe=probe, interval=0.1)
+    res = b.k6_result(out)
+    step = res["steps"][0]
+    run_start = res.get("run_start") or (step["window"]["step_start"] - connect_phase_ms(b, n))
+    return (rss, step["window"]["measure_start"] / 1000 - t0, (seen["t_all"] - t0) if seen["t_all"] else None,
+            run_start / 1000 - t0, step.get("vus_ready"), cpu_at(seen, step["window"]["measure_start"] / 1000))
+
+
+def figure_setup(b, target, a):
+    """Memory per thread and set-up time of both clients at each of --setup-threads, sysbench then
+    k6 per thread count, --setup-rounds rounds (medians)."""
+    f = lambda s: "not seen" if s is None else f"{s:.1f} s"  # noqa: E731
+    for n in a.setup_threads:
+        sb, k6 = [], []
+        for _ in range(a.setup_rounds):
+            sb.append(setup_sysbench(b, target, a, n))
+            k6.append(setup_k6(b, target, a, n))
+        med = lambda rows, i: statistics.median(r[i] for r in rows) if all(r[i] is not None for r in rows) else None  # noqa: E731
+        s_rss, s_set, s_all, s_cpu = med(sb, 0), med(sb, 1), med(sb, 2), med(sb, 3)
+        k_rss, k_set, k_all, k_init, k_cpu = med(k6, 0), med(k6, 1), med(k6, 2), med(k6, 3), med(k6, 5)
+        ready = min(r[4] or 0 for r in k6)
+        print(f"setup: {target} sysbench {n} threads: peak RSS {s_rss:.0f} MiB, {s_rss / n:.2f} MiB per thread; "
+              f"from process start to the first measured second {s_set:.1f} s, {s_cpu:.2f} s of CPU "
+              f"(all {n} connected {f(s_all)})", flush=True)
+        print(f"setup: {target} k6 {n} threads: peak RSS {k_rss:.0f} MiB, {k_rss / n:.2f} MiB per thread; "
+              f"from process start to the first measured second {k_set:.1f} s, {k_cpu:.2f} s of CPU (VUs initialized "
+              f"{k_init:.1f} s, all {n} connected {f(k_all)}, connect phase at most {connect_phase_ms(b, n) / 1000:.0f} s; "
+              f"vus_ready {ready})", flush=True)
+        rr, rs = k_rss / s_rss, k_set / s_set
+        print(f"setup: {target} {n} threads k6/sysbench: RSS {rr:.2f}x (target <= {SETUP_TARGET:g}x: "
+              f"{b.verdict(rr <= SETUP_TARGET)}), set-up time {rs:.2f}x (target <= {SETUP_TARGET:g}x: "
+              f"{b.verdict(rs <= SETUP_TARGET)}), set-up CPU {k_cpu / max(s_cpu, 0.01):.2f}x; "
+              f"{a.setup_rounds} round(s), {a.setup_seconds} s each", flush=True)

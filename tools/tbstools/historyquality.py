@@ -1,0 +1,306 @@
+"""tools/history-quality: how well scripts/history finds a change, measured on real noise
+(docs/history.md, issue #29 step 6).
+
+  tools/history-quality collect --runs 30        N short identical runs (A/A) on the local stack
+  tools/history-quality measure [--from DIR]     detection rate, delay, false change points
+  tools/history-quality e2e                      a real series where a TiDB variable flips midway
+
+`collect` prepares its own database (sbtest_history_aa), then runs one workload at one thread
+step N times in a row with our k6 (`scripts/k6 run`), each run's manifest in --out (default
+results/history-aa/). `measure` takes those runs' QPS (or --metric p95_ms) as the noise: each
+trial draws a series from them (with replacement, a fixed seed), injects a step of 3, 5 and 10%
+(QPS down, latency up: a regression) after --before runs and asks tidbbench.history.cp after
+each new run, as a nightly job would, until --after runs: detected when a change point lands
+within one run of the step; the delay is the runs after the step it took. A/A series of --aa-length
+runs give the false change points per 100 runs, and so does the recorded sequence itself (its
+drift included). `--grid` does the same for several detection settings. `e2e` runs a real series
+on the local TiDB: --runs runs, the variable (--variable, --value) switched from run --flip on
+as TiDB's root (.stack/secrets/tidb-root) and always put back, then ingests them into an index in
+--out and prints `scripts/history runs` for the series."""
+import argparse
+import itertools
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from tidbbench import ROOT, ReportError
+from tidbbench.history import cp as hcp
+from tidbbench.history import store
+from tidbbench.k6env import new_testid, read_k6_env, state_dir
+
+STEPS = (3.0, 5.0, 10.0)
+WITHIN = 5  # runs: the target's "found within 5 runs"
+
+
+# -- the local stack
+
+def sql(query, root=False, db=None):
+    import pymysql
+    env = read_k6_env()
+    if root:
+        user, pw = "root", (state_dir() / "secrets" / "tidb-root").read_text().strip()
+    else:  # .stack/k6.env names the password or the file holding it
+        user, pw = env.get("mysql_user", "sbtest"), env.get("mysql_password", "")
+        if not pw:
+            f = Path(env.get("mysql_password_file") or state_dir() / "secrets" / "sbtest")
+            pw = f.read_text().strip() if f.is_file() else ""
+    port = int(env.get("mysql_port", 4000))
+    with pymysql.connect(host="127.0.0.1", port=port, user=user, password=pw, database=db, autocommit=True,
+                         connect_timeout=10) as c, c.cursor() as cur:
+        cur.execute(query)
+        return cur.fetchall()
+
+
+def k6(args, out):
+    env = dict(os.environ, results_dir=str(out))
+    p = subprocess.run([str(ROOT / "scripts/k6"), "run", "-q", *args], cwd=ROOT / "k6", env=env,
+                       capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        raise ReportError(f"k6 {' '.join(args)} exited {p.returncode}: {(p.stdout + p.stderr)[-1500:]}")
+    return p
+
+
+def prepare(db, workload, tables, size, out):
+    sql(f"CREATE DATABASE IF NOT EXISTS {db}")
+    have = sql(f"SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '{db}'")[0][0]
+    if have < tables:
+        k6(["-e", f"mysql_db={db}", "-e", f"tables={tables}", "-e", f"table_size={size}", "-e", "threads=2",
+            "prepare.js"], out)
+        sql(f"ANALYZE TABLE {db}.sbtest1")
+
+
+def loadavg():
+    try:
+        return Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        return "?"
+
+
+def one_run(a, testid, out):
+    """One k6 run; returns its first step. The host's 1-minute load average before the run goes to
+    out/conditions.jsonl (a shared host's neighbours are part of the noise)."""
+    with open(out / "conditions.jsonl", "a") as f:
+        f.write(json.dumps({"testid": testid, "loadavg_before": loadavg()}) + "\n")
+    k6(["-e", f"mysql_db={a.db}", "-e", f"tables={a.tables}", "-e", f"table_size={a.table_size}",
+        "-e", f"workload={a.workload}", "-e", f"threads={a.threads}", "-e", f"time={a.time}",
+        "-e", f"warmup_time={a.warmup_time}", "-e", f"testid={testid}", "oltp.js"], out)
+    m = json.loads((out / f"{testid}.json").read_text())
+    return m["steps"][0]
+
+
+def collect(a):
+    out = Path(a.out or ROOT / "results/history-aa").resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    prepare(a.db, a.workload, a.tables, a.table_size, out)
+    stamp = new_testid()  # the launcher core's (k6/ext/launch makes every testid); one per collection
+    for i in range(a.runs):
+        s = one_run(a, f"haa-{stamp}-{i:03d}", out)
+        print(f"run {i + 1}/{a.runs}: {s['qps']:.1f} QPS, p95 {s['latency_ms']['p95']:.3f} ms, load average "
+              f"{loadavg()}", flush=True)
+    print(f"{a.runs} A/A runs in {out}")
+    return 0
+
+
+def e2e(a):
+    stamp = new_testid()  # the launcher core's (k6/ext/launch makes every testid); one per series
+    out = Path(a.out or ROOT / f"results/history-e2e-{stamp}").resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    prepare(a.db, a.workload, a.tables, a.table_size, out)
+    (old,), = sql(f"SELECT @@GLOBAL.{a.variable}", root=True)
+    print(f"{a.variable} is {old}; runs {a.flip}..{a.runs - 1} with {a.value}", flush=True)
+    ids = []
+    try:
+        for i in range(a.runs):
+            if i == a.flip:
+                sql(f"SET GLOBAL {a.variable} = {a.value}", root=True)
+            testid = f"he2e-{stamp}-{i:03d}"
+            s = one_run(a, testid, out)
+            ids.append(testid)
+            print(f"run {i} {testid}: {s['qps']:.1f} QPS, p95 {s['latency_ms']['p95']:.3f} ms, load average "
+                  f"{loadavg()}", flush=True)
+    finally:
+        sql(f"SET GLOBAL {a.variable} = {quote(old)}", root=True)
+        print(f"{a.variable} back to {old}", flush=True)
+    from tidbbench.history import cli as history
+    idx = out / "history.sqlite"
+    rc = history.main(["ingest", "--results", str(out), "--index", str(idx), "--min-segment", str(a.min_segment)])
+    if rc:
+        return rc
+    series = f"{a.workload}/{a.threads}t/"
+    print(f"\nthe flip: run {a.flip}, testid {ids[a.flip]}\n")
+    return history.main(["runs", "--results", str(out), "--index", str(idx), "--series", series,
+                         "--min-segment", str(a.min_segment)])
+
+
+def quote(v):
+    return v if str(v).lstrip("-").replace(".", "").isdigit() else f"'{v}'"
+
+
+# -- measuring
+
+def pool(folder, metric, threads=None):
+    """The metric's values of the runs in folder (one thread step), in the order they ran."""
+    runs = []
+    for kind, f, m in store.scan([folder]):
+        if kind != "run":
+            continue
+        for s in m["steps"]:
+            if threads is None or s.get("threads") == threads:
+                v = store.step_point(m, s).get(metric)
+                if v is not None:
+                    runs.append((store.started_ms(m), v))
+    if len(runs) < 5:
+        raise ReportError(f"{folder}: {len(runs)} runs with {metric}; at least 5 are needed "
+                          "(tools/history-quality collect)", code=2)
+    return [v for _, v in sorted(runs)]
+
+
+def detect_delay(before, after, sign, pct, params, max_after):
+    """Runs after the step until a change point lands within one run of it (None: not by max_after)."""
+    b = len(before)
+    series = before + [x * (1 + sign * pct / 100) for x in after]
+    for k in range(params.min_segment, max_after + 1):
+        if any(abs(i - b) <= 1 for i, _ in hcp.find(series[:b + k], params)):
+            return k
+    return None
+
+
+def measure_one(values, params, a, sign):
+    rnd = random.Random(a.seed)
+    rows = []
+    aa_cps = aa_runs = 0
+    for _ in range(a.trials):
+        s = [rnd.choice(values) for _ in range(a.aa_length)]
+        aa_cps += len(hcp.find(s, params))
+        aa_runs += len(s)
+    for pct in a.steps:
+        delays, false = [], 0
+        rnd = random.Random(a.seed + int(pct * 10))
+        for _ in range(a.trials):
+            before = [rnd.choice(values) for _ in range(a.before)]
+            after = [rnd.choice(values) for _ in range(a.after)]
+            delays.append(detect_delay(before, after, sign, pct, params, a.after))
+            full = before + [x * (1 + sign * pct / 100) for x in after]
+            false += sum(1 for i, _ in hcp.find(full, params) if abs(i - a.before) > 1)
+        found = [d for d in delays if d is not None]
+        within = sum(1 for d in found if d <= WITHIN)
+        rows.append({"step_pct": pct, "trials": a.trials, "found_within_5": within / a.trials,
+                     "found_by_end": len(found) / a.trials,
+                     "median_delay": statistics.median(found) if found else None,
+                     "max_delay": max(found) if found else None,
+                     "false_per_100_runs": false / (a.trials * (a.before + a.after)) * 100})
+    recorded = len(hcp.find(values, params))
+    return {"aa_false_per_100_runs": aa_cps / aa_runs * 100, "recorded_false": recorded,
+            "recorded_runs": len(values), "steps": rows}
+
+
+def measure(a):
+    folder = Path(a.from_ or ROOT / "results/history-aa")
+    values = pool(folder, a.metric, a.threads)
+    sign = -1 if hcp.METRICS[a.metric] else 1  # a regression: QPS down, latency up
+    cv = statistics.stdev(values) / statistics.fmean(values) * 100
+    if a.noise_cv:
+        # the runs' deviations from their mean, shrunk to the given CV: the recorded noise's shape
+        # (its tails, its order) at the spread of a quieter host
+        mean, f = statistics.fmean(values), a.noise_cv / cv
+        values = [mean + (v - mean) * f for v in values]
+        print(f"the recorded deviations (CV {cv:.2f}%) scaled by {f:.4f} to CV {a.noise_cv:g}%")
+        cv = a.noise_cv
+    print(f"noise: {len(values)} A/A runs of {folder}, {a.metric} mean {statistics.fmean(values):.2f}, "
+          f"CV {cv:.2f}%; {a.trials} trials a row, {a.before} runs before the step, {a.after} after; "
+          f"A/A series of {a.aa_length} runs")
+    grid = [hcp.Params(ms, mm, p, a.window) for ms, mm, p in itertools.product(
+        a.min_segment, a.min_magnitude, a.max_pvalue)] if a.grid else \
+        [hcp.Params(a.min_segment[0], a.min_magnitude[0], a.max_pvalue[0], a.window)]
+    out = []
+    for params in grid:
+        r = measure_one(values, params, a, sign)
+        out.append({"params": asdict(params), **r})
+        print(f"\nmin segment {params.min_segment} runs, min magnitude {params.min_magnitude:g}%, "
+              f"max p-value {params.max_pvalue:g}, window {params.window}:")
+        print("| step | trials | found within 5 runs | found within "
+              f"{a.after} | median delay (runs) | max delay | false CPs per 100 runs |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        print(f"| 0% (A/A, {a.aa_length} runs) | {a.trials} | — | — | — | — | {r['aa_false_per_100_runs']:.2f} |")
+        for s in r["steps"]:
+            md = "—" if s["median_delay"] is None else f"{s['median_delay']:g}"
+            mx = "—" if s["max_delay"] is None else str(s["max_delay"])
+            print(f"| {s['step_pct']:g}% | {s['trials']} | {s['found_within_5'] * 100:.1f}% | "
+                  f"{s['found_by_end'] * 100:.1f}% | {md} | {mx} | {s['false_per_100_runs']:.2f} |")
+        print(f"the {r['recorded_runs']} recorded runs in their order (drift included): "
+              f"{r['recorded_false']} change point(s)")
+    if a.json:
+        Path(a.json).write_text(json.dumps(out, indent=2))
+    return 0
+
+
+def floats(text):
+    return [float(x) for x in text.split(",")]
+
+
+def ints(text):
+    return [int(x) for x in text.split(",")]
+
+
+def parser():
+    ap = argparse.ArgumentParser(prog="tools/history-quality", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="verb", required=True)
+    for verb in ("collect", "e2e"):
+        p = sub.add_parser(verb)
+        p.add_argument("--runs", type=int, default=30 if verb == "collect" else 12)
+        p.add_argument("--workload", default="oltp_point_select")
+        p.add_argument("--threads", type=int, default=2)
+        p.add_argument("--time", type=int, default=5, help="measured seconds per run")
+        p.add_argument("--warmup-time", type=int, default=1)
+        p.add_argument("--tables", type=int, default=1)
+        p.add_argument("--table-size", type=int, default=10000)
+        p.add_argument("--db", default="sbtest_history_aa" if verb == "collect" else "sbtest_history_e2e")
+        p.add_argument("--out", help="results folder for the runs")
+        if verb == "e2e":
+            p.add_argument("--variable", default="tidb_enable_prepared_plan_cache")
+            p.add_argument("--value", default="OFF")
+            p.add_argument("--flip", type=int, help="the first run with the new value (default: the middle)")
+            p.add_argument("--min-segment", type=int, default=hcp.DEFAULTS.min_segment)
+    p = sub.add_parser("measure")
+    p.add_argument("--from", dest="from_", metavar="DIR", help="the A/A runs (default results/history-aa)")
+    p.add_argument("--metric", default="qps", choices=list(hcp.METRICS))
+    p.add_argument("--threads", type=int, help="the thread step (default: every step of the runs)")
+    p.add_argument("--trials", type=int, default=200)
+    p.add_argument("--before", type=int, default=30, help="runs before the step")
+    p.add_argument("--after", type=int, default=10, help="runs after the step, at most")
+    p.add_argument("--aa-length", type=int, default=100, help="runs of each A/A series")
+    p.add_argument("--steps", type=floats, default=list(STEPS), help="step sizes, %% (default 3,5,10)")
+    p.add_argument("--min-segment", type=ints, default=[hcp.DEFAULTS.min_segment])
+    p.add_argument("--min-magnitude", type=floats, default=[hcp.DEFAULTS.min_magnitude])
+    p.add_argument("--max-pvalue", type=floats, default=[hcp.DEFAULTS.max_pvalue])
+    p.add_argument("--window", type=int, default=hcp.DEFAULTS.window)
+    p.add_argument("--grid", action="store_true", help="every combination of the comma-separated settings")
+    p.add_argument("--noise-cv", type=float, metavar="PCT",
+                   help="scale the runs' deviations from their mean to this CV (the recorded shape at a "
+                        "quieter host's spread; default: as recorded)")
+    p.add_argument("--seed", type=int, default=29)
+    p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    return ap
+
+
+def main(argv=None):
+    a = parser().parse_args(argv)
+    try:
+        if a.verb == "e2e" and a.flip is None:
+            a.flip = a.runs // 2
+        if a.verb == "e2e" and not 0 < a.flip < a.runs:
+            raise ReportError(f"invalid --flip {a.flip}: a run between 1 and {a.runs - 1}", code=2)
+        return {"collect": collect, "measure": measure, "e2e": e2e}[a.verb](a)
+    except ReportError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
