@@ -1,8 +1,10 @@
 """Comparisons a database engineer can believe (issue #23).
 
 - statistics (tidbbench/report/stats.py) against known values: scipy's documented Mann-Whitney U
-  example (exact and asymptotic), a brute-force enumeration of the exact distribution, the
-  order-statistic interval of the median, Holm's adjustment, benchstat's `~` and n=1 texts;
+  example (exact and asymptotic), a brute-force enumeration of the exact distribution with and
+  without ties, three samples a side never significant, the change's interval agreeing with the
+  test (200 random 6-vs-6 cells), the order-statistic interval of the median and its real
+  confidence, Holm's adjustment and what it holds back, benchstat's `~`, n=1 and zero texts;
 - sweep --repeats / --plan: bad input stops before any run (message names the value);
 - on the local stack: one interleaved 3-arm plan (A, A again, B with one TiDB system variable
   switched): A vs A shows `~` in every cell, A vs B is significant and names the variable at
@@ -33,12 +35,13 @@ def test_mann_whitney_matches_scipys_documented_example():
 
 
 def brute_p(x, y):
-    """Two-sided exact p by enumerating every split of the pooled samples."""
+    """Two-sided exact permutation p by enumerating every split of the pooled samples (U with
+    ties counted 1/2: the mid-rank statistic)."""
     pooled = list(x) + list(y)
     n1 = len(x)
 
     def u(xs, ys):
-        return sum(1 for a in xs for b in ys if a > b)
+        return sum((a > b) + 0.5 * (a == b) for a in xs for b in ys)
     u0 = u(x, y)
     lo = hi = total = 0
     for idx in itertools.combinations(range(len(pooled)), n1):
@@ -60,27 +63,113 @@ def test_exact_distribution_against_enumeration(n1, n2):
         assert stats.mann_whitney_u(x, y)[1] == pytest.approx(brute_p(x, y), abs=1e-12)
 
 
-def test_ties_use_the_normal_approximation_with_tie_correction():
+F = 1.0181  # about one sysbench latency bucket (sbhist.FACTOR): bucket values tie often
+
+
+def buckets(rnd, n, base, spread):
+    return [round(F ** (base + rnd.randint(0, spread)), 9) for _ in range(n)]
+
+
+def test_ties_get_the_exact_permutation_p_value():
+    # the issue's cases: the normal approximation gave 0.047 and 0.042
+    assert stats.mann_whitney_u([1, 2, 3, 4], [4, 5, 6, 7])[1] == pytest.approx(4 / 70, abs=1e-12)
+    a, b = [10.0, 10.0, 10.0], [10 * F] * 3  # three a side in two neighbouring buckets
+    assert stats.mann_whitney_u(b, a)[1] == pytest.approx(0.1, abs=1e-12)
+    assert stats.mann_whitney_u([5, 5, 5], [5, 5, 5])[1] == 1.0
+    # random bucket values, many ties, against the brute-force enumeration
+    rnd = random.Random(28)
+    for n1, n2 in [(3, 3), (4, 5), (5, 5), (6, 6), (2, 7), (6, 4)]:
+        for _ in range(6):
+            x, y = buckets(rnd, n1, 100, 3), buckets(rnd, n2, 101, 3)
+            assert stats.mann_whitney_u(x, y)[1] == pytest.approx(brute_p(x, y), abs=1e-12), (x, y)
+
+
+def test_the_normal_approximation_only_beyond_the_exact_limit():
     x, y = [1, 2, 2, 3, 3, 3], [3, 4, 4, 5, 5, 5]
-    u, p = stats.mann_whitney_u(x, y)
+    u, p = stats.mann_whitney_u(x, y, method="asymptotic")
     # by hand: mid-ranks, U = sum(ranks of x) - 21, tie-corrected variance, continuity 0.5
-    # ranks of x: 1, 2.5, 2.5, 5.5, 5.5, 5.5 (the four 3s share ranks 4-7) -> U = 22.5 - 21
     assert u == 1.5
     var = 36 / 12 * (13 - ((2 ** 3 - 2) + (4 ** 3 - 4) + (2 ** 3 - 2) + (3 ** 3 - 3)) / (12 * 11))
     assert p == pytest.approx(math.erfc((abs(1.5 - 18) - 0.5) / math.sqrt(var) / math.sqrt(2)), rel=1e-12)
-    assert stats.mann_whitney_u([5, 5, 5], [5, 5, 5])[1] == 1.0
+    assert stats.mann_whitney_u(x, y)[1] == pytest.approx(brute_p(x, y), abs=1e-12)  # auto: exact
+    rnd = random.Random(5)
+    big = [rnd.random() for _ in range(stats.EXACT_MAX + 1)]
+    assert stats.mann_whitney_u(big, big[::-1])[1] == stats.mann_whitney_u(big, big[::-1], method="asymptotic")[1]
+
+
+def test_three_samples_a_side_are_never_significant():
+    assert stats.min_p(3, 3) == pytest.approx(0.1)
+    rnd = random.Random(3)
+    for _ in range(300):
+        a, b = buckets(rnd, 3, 100, rnd.randint(0, 3)), buckets(rnd, 3, 100 + rnd.randint(0, 6), rnd.randint(0, 3))
+        c = stats.compare(a, b)
+        assert not c.significant and c.lo == -math.inf and c.hi == math.inf, c  # no 95% interval either
+        assert stats.change_text(c) == "~" and c.min_p >= 0.1
+    c = stats.adjust([stats.compare([10.0] * 3, [12.0] * 3)])[0]
+    assert stats.out_of_reach([c]) == ("With 3 samples a side no change can be significant at 0.05: the smallest p "
+                                       "these samples allow is 0.100; use 4 or more samples a side.")
+
+
+def contains_zero(c):
+    return (c.lo < 0 or (c.lo == 0 and not c.lo_open)) and (c.hi > 0 or (c.hi == 0 and not c.hi_open))
+
+
+def test_the_change_interval_agrees_with_the_test():
+    """200 random 6-vs-6 cells of bucket values (ties), some shifted: the interval (inverting the
+    exact test) excludes 0 exactly when p < 0.05, and holds the Hodges-Lehmann change."""
+    rnd = random.Random(2028)
+    significant = 0
+    for _ in range(200):
+        base = rnd.randint(50, 400)
+        a = buckets(rnd, 6, base, rnd.randint(1, 5))
+        b = buckets(rnd, 6, base + rnd.randint(0, 4), rnd.randint(1, 5))
+        c = stats.compare(a, b)
+        assert (c.p < 0.05) == (not contains_zero(c)) == c.significant, c
+        assert c.lo <= c.change <= c.hi, c
+        significant += c.significant
+        if c.significant:
+            assert "0.00%" not in stats.change_text(c).replace("> +0.00%", "").replace("< +0.00%", ""), c
+    assert 20 < significant < 180  # both kinds of cell were checked
+
+
+def test_bisection_finds_the_same_interval_as_the_full_scan(monkeypatch):
+    rnd = random.Random(11)
+    cases = [(buckets(rnd, 12, 100, 4), buckets(rnd, 11, 101, 4)) for _ in range(4)]
+    cases += [([rnd.random() + 1 for _ in range(10)], [rnd.random() + 1.1 for _ in range(12)])]
+    for a, b in cases:
+        fast = stats.shift_interval(a, b)
+        monkeypatch.setattr(stats, "SCAN_MAX", 10 ** 9)
+        full = stats.shift_interval(a, b)
+        monkeypatch.undo()
+        assert fast == full
 
 
 def test_smallest_p_values_decide_what_repeats_can_show():
     assert stats.min_p(5, 5) == pytest.approx(2 / 252) and stats.min_p(3, 3) == pytest.approx(0.1)
     assert stats.mann_whitney_u([1, 2, 3, 4, 5], [6, 7, 8, 9, 10])[1] == pytest.approx(2 / 252)
+    # ties raise it: five values in two buckets can never be as extreme
+    assert stats.min_p(5, 5, [1] * 4 + [2] * 6) > 2 / 252
+    assert stats.samples_needed(1) == 4 and stats.samples_needed(6) == 5 and stats.samples_needed(30) == 7  # 2/924 x 30 > 0.05
 
 
-def test_median_interval_is_the_order_statistic_one():
+def test_median_interval_states_its_real_confidence():
     xs = [9, 1, 8, 2, 7, 3, 6, 4, 5, 0]
     assert stats.median_ci(xs) == (1, 8, pytest.approx(1 - 2 * 11 / 1024))  # x(2), x(9)
     assert stats.median_ci([3, 1, 2, 5, 4]) == (1, 5, pytest.approx(1 - 2 / 32))  # n=5: [min, max], 93.75%
     assert stats.median_ci([7]) == (7, 7, 0.0)
+    assert [stats.median_ci(list(range(n)))[2] for n in (2, 3, 4, 5)] == [0.5, 0.75, 0.875, 0.9375]
+    assert stats.min_n_for_ci() == 6
+    five, six, three = (stats.summarize(list(range(1, n + 1))) for n in (5, 6, 3))
+    assert stats.ci_label([six, six]) == ("95% CI", False)
+    assert stats.ci_label([five, five]) == ("min to max: 93.75% CI", False)
+    assert stats.ci_label([five, three]) == ("interval; its confidence where below 95%", True)
+    assert stats.median_text(three, show_cov=True) == "2.00 (1.00 to 3.00; 75%)"
+    assert stats.ci_note([five, six]) == (
+        "With fewer than 6 samples no interval of the median reaches 95%: the ranges shown are min to max, which "
+        "hold the true median with probability 93.75% with 5 samples; 6 or more samples give 95% intervals.")
+    assert stats.ci_note([six]) == ""
+    four = stats.summarize([1, 2, 3, 4])
+    assert "probability 87.5% with 4 and 93.75% with 5 samples;" in stats.ci_note([five, six, four, five])
 
 
 def test_holm():
@@ -91,19 +180,33 @@ def test_holm():
 def test_benchstat_conventions():
     a, b = [100, 101, 99, 102, 98], [120, 119, 121, 118, 122]
     c = stats.compare(a, b)
-    assert c.change == pytest.approx(20.0) and c.p == pytest.approx(2 / 252) and c.significant
-    assert c.lo < 20 < c.hi and c.lo > 15 and c.hi < 25
-    assert stats.change_text(c).startswith("+20.00% (") and stats.p_text(c) == "p=0.008"
-    assert stats.compare(a, b) == c  # the bootstrap has a fixed seed
+    assert c.change == pytest.approx(20.0, abs=0.2) and c.p == pytest.approx(2 / 252) and c.significant
+    assert 15 < c.lo < c.change < c.hi < 25
+    assert stats.change_text(c).startswith("+20.") and stats.p_text(c) == "p=0.008"
+    assert stats.compare(a, b) == c
     same = stats.compare(a, [100.5, 99.5, 101.5, 98.5, 102.5])
     assert not same.significant and stats.change_text(same) == "~" and stats.p_text(same).startswith("~ (p=")
     one = stats.compare([100], b)
     assert one.p is None and not one.significant and stats.p_text(one) == "n=1: no significance"
-    assert stats.change_text(one) == "~"
-    # Holm over a family: 4 cells at the smallest p of 5 vs 5 stay significant, 8 do not
+    assert stats.change_text(one) == "~" and one.change == pytest.approx(20.0)
+    # Holm over a family: 4 cells at the smallest p of 5 vs 5 stay significant, 8 do not, and say why
     fam = stats.adjust([stats.compare(a, b) for _ in range(4)])
-    assert all(x.significant for x in fam)
-    assert not any(x.significant for x in stats.adjust([stats.compare(a, b) for _ in range(8)]))
+    assert all(x.significant for x in fam) and stats.out_of_reach(fam) == ""
+    held = stats.adjust([stats.compare(a, b) for _ in range(8)])
+    assert not any(x.significant for x in held) and all(x.held_by_holm for x in held)
+    assert stats.p_text(held[0]) == "~ (p=0.063 after Holm over 8 cells; p=0.008 alone)"
+    assert stats.out_of_reach(held) == (
+        "With 5 samples a side and Holm's adjustment over 8 cells (p below 0.00625 needed) no change can be "
+        "significant at 0.05: the smallest p these samples allow is 0.008; use 6 or more samples a side.")
+
+
+def test_a_zero_baseline_is_a_sentence_not_nan():
+    for a, b in (([0.0, 0.0, 0.0], [5.0, 6.0, 7.0]), ([0.0], [3.0]), ([4.0, 5.0], [0.0, 6.0])):
+        c = stats.compare(a, b)
+        assert not c.significant and c.p is None and "nothing measured" in c.reason, c
+        assert stats.change_text(c) == "~" and "nan" not in stats.p_text(c)
+    assert stats.p_text(stats.compare([0.0] * 5, [1.0] * 5)) == (
+        "the baseline has a sample of 0 (nothing measured): no change in % can be given")
 
 
 # ---------------------------------------------------------------- bad input: nothing runs

@@ -94,6 +94,8 @@ class StepFigures:
     k6_cores: float = None  # CPU cores the load generator (k6) used over the measured window
     pct: float = 95  # the run's `percentile` option (sysbench's --percentile)
     pct_ms: float = None  # that percentile by sysbench's method (k6's per-step histogram, the manifest)
+    db_short: bool = False  # the measured window is too short for the database's scraped CPU counters
+    k6_short: bool = False  # ... for k6's pushed CPU counter
 
     @property
     def lat_ms(self):
@@ -189,17 +191,54 @@ def resource_queries(product, testid, start_ms, end_ms):
     return cores(metric), cores(k6)
 
 
+# A counter is read at its samples: the cores over a window are its increase between the last sample
+# at or before the window's start and the last at or before its end, over the time between them. With
+# samples every I seconds, the part of that span inside a window of L seconds is, whatever the
+# samples' phase, at least min(1/2, L/I - 1) for I <= L < 2I (none at all below I), and at least 1/2
+# from L >= 1.5 I on: shorter windows give a figure mostly made of the time before the step.
+MIN_WINDOW_INTERVALS = 1.5
+
+
+def _seconds(text):
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)(ms|s|m)\s*", text)
+    if not m:
+        raise ReportError(f"cannot read the interval '{text}' (e.g. 5s)")
+    return float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60}[m.group(2)]
+
+
+def scrape_interval_s():
+    """The stack's scrape interval: prometheus/prometheus.yml's global scrape_interval (no job sets
+    its own), the one place it is set."""
+    from tidbbench import ROOT
+    text = (ROOT / "prometheus" / "prometheus.yml").read_text()
+    m = re.search(r"^global:\s*\n(?:[ \t]+.*\n)*?[ \t]+scrape_interval:\s*(\S+)", text, re.M)
+    if not m:
+        raise ReportError("prometheus/prometheus.yml has no global scrape_interval")
+    return _seconds(m.group(1))
+
+
+def min_windows_s():
+    """(database, k6): the shortest measured windows whose CPU the report gives, in seconds: 1.5 of
+    the database's scrape interval and of k6's push interval (k6/contract.json's timing)."""
+    return (MIN_WINDOW_INTERVALS * scrape_interval_s(),
+            MIN_WINDOW_INTERVALS * float(contract.timing()["push_interval_s"]))
+
+
 def step_resources(prom, run, fig):
-    """Fills fig.db_cores and fig.k6_cores (None where Prometheus has no such series)."""
+    """Fills fig.db_cores and fig.k6_cores (None where Prometheus has no such series, or where the
+    measured window is too short for the counters' sampling: then db_short/k6_short)."""
     w = fig.k6["window"]
+    length = (int(w["measure_end"]) - int(w["measure_start"])) / 1000
+    min_db, min_k6 = min_windows_s()
+    fig.db_short, fig.k6_short = length < min_db, length < min_k6
     db, k6 = resource_queries(run.manifest.get("product", ""), run.testid,
                               int(w["measure_start"]), int(w["measure_end"]))
     at = _fmt_at(int(w["measure_end"]))
     def cores(expr):  # None without two samples apart, or across a restart (counter reset)
         v = _scalar(prom.query(expr, at))
         return v if v is not None and math.isfinite(v) and v >= 0 else None
-    fig.db_cores = cores(db)
-    fig.k6_cores = cores(k6)
+    fig.db_cores = None if fig.db_short else cores(db)
+    fig.k6_cores = None if fig.k6_short else cores(k6)
 
 
 def run_figures(prom, run, sample=False):

@@ -129,6 +129,7 @@ class Report(WorkloadSections):
         """Per cell (workload, threads) of a pair: QPS and latency compared (Mann-Whitney U), the
         p-values Holm-adjusted over all the report's cells of that metric."""
         self.cmp = {}
+        self.fam = {}
         if not self.pair:
             return
         fam = {"qps": [], "lat": [], "core": []}
@@ -144,15 +145,23 @@ class Report(WorkloadSections):
                     fam[m].append(c)
         for cs in fam.values():
             stats.adjust(cs)
+        self.fam = fam
 
-    def chart_intervals(self, w):
+    def chart_series(self, w):
+        """What the workload's chart draws, per run set: (label, {threads: charts.Point}), the very
+        figures of the tables (self.values: QPS and the table's latency percentile, medians and their
+        intervals with repeated samples), so that chart and table cannot disagree."""
         out = []
         for i in range(len(self.sets)):
             d = {}
             for t in self.threads_of(i, w):
-                q, lat = stats.summarize(self.values(i, w, t, "qps")), stats.summarize(self.values(i, w, t, "lat"))
-                d[t] = (q.median, q.lo, q.hi, lat.median, lat.lo, lat.hi)
-            out.append(d)
+                vq, vl = self.values(i, w, t, "qps"), self.values(i, w, t, "lat")
+                if not vq or not vl:
+                    continue
+                q, lat = stats.summarize(vq), stats.summarize(vl)
+                d[t] = charts.Point(q.median, lat.median, *((q.lo, q.hi, lat.lo, lat.hi, min(q.coverage, lat.coverage))
+                                                         if q.n > 1 else ()))
+            out.append((self.labels[i], d))
         return out
 
     def repeated(self):
@@ -498,9 +507,7 @@ class Report(WorkloadSections):
             chart_paths = {}
             for w in self.workloads:
                 rel = f"charts/{w}.png"
-                charts.workload_chart(tmp / rel, workload_name(w),
-                                      [(self.labels[i], self.figs[(i, w)]) for i in range(len(self.sets))],
-                                      self.chart_intervals(w) if self.repeated() else None)
+                charts.workload_chart(tmp / rel, workload_name(w), self.chart_series(w), self.pct_label(w))
                 chart_paths[w] = rel
             runs = [r for i in range(len(self.sets)) for r in self.runs_for(i)]
             snaps, reason = grafana.snapshots(self.grafana_url, runs, tmp)

@@ -35,16 +35,23 @@ class WorkloadSections:
         L = [f"### {name} performance", ""]
         tables = []
         pl = self.pct_label(w)
+        medians = []  # every side's medians: one sentence on the intervals that fall short of 95%
         for i in range(len(self.sets)):
             if self.n_samples(i, w) > 1:
-                rows = []
-                for t in self.threads_of(i, w):
-                    q, lat = stats.summarize(self.values(i, w, t, "qps")), stats.summarize(self.values(i, w, t, "lat"))
-                    rows.append([str(t), stats.median_text(q), num(stats.median(self.values(i, w, t, "tps"))),
-                                 stats.median_text(lat), num(stats.median(self.values(i, w, t, "avg"))), str(q.n)])
-                hdr = ["Threads", "QPS (median, 95% CI)", "TPS (median)", f"{pl} latency (ms, median, 95% CI)",
+                rows, sums = [], []
+                cells = [(t, stats.summarize(self.values(i, w, t, "qps")), stats.summarize(self.values(i, w, t, "lat")))
+                         for t in self.threads_of(i, w)]
+                for _, q, lat in cells:
+                    sums += [q, lat]
+                ci, per_cell = stats.ci_label(sums)  # the confidence the intervals really have
+                for t, q, lat in cells:
+                    rows.append([str(t), stats.median_text(q, show_cov=per_cell), num(stats.median(self.values(i, w, t, "tps"))),
+                                 stats.median_text(lat, show_cov=per_cell), num(stats.median(self.values(i, w, t, "avg"))),
+                                 str(q.n)])
+                hdr = ["Threads", f"QPS (median, {ci})", "TPS (median)", f"{pl} latency (ms, median, {ci})",
                        "avg latency (ms, median)", "samples"]
                 tables.append(md_table(hdr, rows, "r" * len(hdr)))
+                medians += sums
                 continue
             rows = [[str(f.threads), num(f.qps), num(f.tps), num(f.lat_ms), num(f.avg_ms)]
                     for f in self.figs[(i, w)]]
@@ -61,12 +68,14 @@ class WorkloadSections:
             tables.append(md_table(hdr, rows, "r" * len(hdr)))
         if not self.pair:
             L += [tables[0], ""]
+            L += [stats.ci_note(medians), ""] if stats.ci_note(medians) else []
             dist = self.latency_distribution(self.figs[(0, w)], w) if self.n_samples(0, w) == 1 else ""
             if dist:
                 L += [dist, ""]
         else:
             for i in range(2):
                 L += [f"**{a[i]}**", "", tables[i], ""]
+            L += [stats.ci_note(medians), ""] if stats.ci_note(medians) else []
             threads = [t for t in self.threads_of(0, w) if t in self.threads_of(1, w)]
             threads += [t for t in self.threads_of(0, w) + self.threads_of(1, w) if t not in threads]
             threads = sorted(set(threads))
@@ -84,6 +93,7 @@ class WorkloadSections:
                                f"{a[1]} {pl} latency (ms){med}", "QPS improvement", "p (QPS)",
                                f"{pl} latency change", f"p ({pl} latency)"], rows, "rrrrrrrrr"))
             L.append("")
+            L.extend(self.table_notes(w, threads, ("qps", "lat")))
             L.append(self.headline(w, name, "qps", "QPS", threads))
             L.append("")
             L.append(self.headline(w, name, "lat", f"{pl} latency", threads))
@@ -99,44 +109,92 @@ class WorkloadSections:
             L.append("")
         L.extend(disturb.section(self.sets, self.labels, self.pair, w, self.figs))
         if chart:
-            L.append(f"![{name}: QPS and 95% latency against threads]({chart})")
+            L.append(f"![{name}: QPS and {pl} latency against threads]({chart})")
             L.append("")
         L.extend(statements.workload_lines(self.sets, self.labels, w, self.pair))  # "### <name> statements"
         return L
 
+    def table_notes(self, w, threads, metrics, steps=True):
+        """Sentences under a comparison table: the cells it cannot compare and why (a step one side
+        did not run; with steps), and a family of cells that can never be significant with its samples."""
+        L = []
+        for t in threads if steps else []:
+            ran = [t in self.threads_of(i, w) for i in range(2)]
+            if not all(ran):
+                L += [f"{t} thread{'s' if t != 1 else ''}: only {self.labels[ran.index(True)]} ran this step; it is not "
+                      "compared.", ""]
+        for m in metrics:
+            warn = stats.out_of_reach(self.fam.get(m, []))
+            if warn and f"> **Warning:** {warn}" not in L:
+                L += [f"> **Warning:** {warn}", ""]
+        return L
+
     def headline(self, w, name, metric, what, threads):
-        """The closing sentence of a workload's comparison: the changes that are significant,
-        with their intervals and p-values; `~` (benchstat's "no significant change") otherwise;
-        never a change from one sample."""
+        """The closing sentence of a workload's comparison, from each cell's own verdict: the
+        significant changes with their intervals and p-values, `~` (benchstat's "no significant
+        change"), the cells held back by Holm's adjustment, the cells that cannot be tested and why
+        (one sample, a sample of 0, a step only one side ran); never a change from one sample, and a
+        warning when the cells' family can never reach significance."""
         a = self.labels
         cs = [(t, self.cmp[(w, t, metric)]) for t in threads if (w, t, metric) in self.cmp]
         if not cs:
-            return f"{a[0]} and {a[1]} have no thread step of {name} in common."
+            return f"{a[0]} and {a[1]} have no thread step of {name} {what} in common."
         head = f"Compared with {a[0]}, {a[1]}'s {name} {what}"
-        one = [c for _, c in cs if c.reason]
-        if one:
-            m = statistics.mean(c.change for _, c in cs)
-            return (f"{head} cannot be said to change ({one[0].reason}): the single samples differ by {m:+.2f}% "
+
+        def ts(xs):
+            return f"{', '.join(str(t) for t in xs)} thread{'' if xs == [1] else 's'}"
+        one = [(t, c) for t, c in cs if c.reason.startswith("n=")]
+        zero = [(t, c) for t, c in cs if c.reason and not c.reason.startswith("n=")]
+        only = [t for t in threads if (w, t, metric) not in self.cmp]
+        tail = ""
+        if zero:
+            tail += "".join(f" At {ts([t])} no change is given: {c.reason}." for t, c in zero)
+        if only:
+            tail += f" Not compared at {ts(only)}: not measured on both sides."
+        if one and len(one) + len(zero) == len(cs):
+            # one sample a side everywhere: the seeds' figure (the mean of the per-step differences), no claim
+            m = statistics.mean(c.change for _, c in one)
+            return (f"{head} cannot be said to change ({one[0][1].reason}): the single samples differ by {m:+.2f}% "
                     "(the mean of the per-step differences), which one sample a side cannot tell from noise; "
-                    "run `scripts/sweep --repeats N` or a plan for intervals and p-values.")
-        sig = [(t, c) for t, c in cs if c.significant]
-        na, nb = cs[0][1].a.n, cs[0][1].b.n
-        if not sig:
-            cells = len([c for c in self.cmp if c[2] == metric])
-            weak = ""
-            if stats.min_p(na, nb) * cells >= stats.ALPHA:
-                weak = (f" With {na} and {nb} samples and {cells} cells no change could reach significance: "
-                        "use more repeats (5 a side for up to 6 cells).")
-            return (f"{head} shows no significant change: ~ at every thread step ({na} and {nb} samples, "
-                    f"Mann-Whitney U, p >= {stats.ALPHA} after Holm's adjustment over the report's cells).{weak}")
+                    f"run `scripts/sweep --repeats N` or a plan for intervals and p-values.{tail}")
+        tested = [(t, c) for t, c in cs if not c.reason]
+        sig = [(t, c) for t, c in tested if c.significant]
+        held = [(t, c) for t, c in tested if c.held_by_holm]
+        same = [t for t, c in tested if not c.significant and not c.held_by_holm]
+        ns = {(c.a.n, c.b.n) for _, c in tested}
+        if len(ns) == 1:
+            na, nb = ns.pop()
+            n_text = f"{na} and {nb} samples"
+        else:
+            n_text = "samples " + ", ".join(f"{c.a.n} and {c.b.n} at {t}" for t, c in tested)
+        fam = tested[0][1].family if tested else 1
+        warn = stats.out_of_reach(self.fam.get(metric, []))
+        warn = f" Warning: {warn}" if warn else ""
+        for t, c in one:
+            tail += (f" At {ts([t])} one side has a single sample ({c.reason}): the samples' medians differ by "
+                     f"{c.change:+.2f}%, which cannot be told from noise.")
+        if not sig and not held:
+            if not tested:
+                return f"{head} cannot be tested at any thread step.{tail}"
+            where = "every thread step" if len(same) == len(cs) else ts(same)
+            holm = f" after Holm's adjustment over the report's {fam} cells" if fam > 1 else ""
+            return (f"{head} shows no significant change: ~ at {where} ({n_text}, Mann-Whitney U, "
+                    f"p >= {stats.ALPHA}{holm}).{warn}{tail}")
         parts = []
         for t, c in sig:
             word = "up" if c.change > 0 else "down"
             parts.append(f"{word} {abs(c.change):.2f}% at {t} thread{'s' if t != 1 else ''} "
-                         f"(95% CI {c.lo:+.2f}% to {c.hi:+.2f}%, {stats.fmt_p(c.p_adj)})")
-        rest = [str(t) for t, c in cs if not c.significant]
-        tail = f"; ~ at {', '.join(rest)} thread{'' if rest == ['1'] else 's'}" if rest else ""
-        return f"{head} is {', '.join(parts)}{tail} ({na} and {nb} samples, medians, Mann-Whitney U)."
+                         f"(95% CI {stats.interval_text(c)}, {stats.fmt_p(c.p_adj)})")
+        rest = ""
+        if held:
+            rest += "; ~ after Holm's adjustment at " + ", ".join(
+                f"{ts([t])} ({stats.fmt_p(c.p)} alone, {stats.fmt_p(c.p_adj)} over {c.family} cells)" for t, c in held)
+        if same:
+            rest += f"; ~ at {ts(same)}"
+        body = ", ".join(parts) if parts else "not significantly changed"
+        holm = f", Holm over {fam} cells" if fam > 1 else ""
+        return (f"{head} is {body}{rest} ({n_text}, Hodges-Lehmann change and its interval from the exact "
+                f"Mann-Whitney U test{holm}).{warn}{tail}")
 
     # -- files
 
@@ -153,8 +211,11 @@ class WorkloadSections:
                  "(`k6_oltp_client_cpu_seconds_total`, user + system). QPS per DB core = QPS / database cores.")
         L.append("")
 
-        def c(x, d=2):
-            return "—" if x is None else num(x, d)
+        def c(x, d=2, short=False):
+            return ("window too short" if short else "—") if x is None else num(x, d)
+        from tidbbench.report.prom import MIN_WINDOW_INTERVALS, min_windows_s, scrape_interval_s
+        min_db, min_k6 = min_windows_s()
+        shorts = set()
         missing = set()
         for w in self.workloads:
             L.append(f"### {workload_name(w)} resources")
@@ -163,9 +224,11 @@ class WorkloadSections:
             threads = sorted(set().union(*sides))
             for i, side in enumerate(sides):
                 for f in side.values():
-                    if f.db_cores is None:
+                    if f.db_short or f.k6_short:
+                        shorts.add("database" if f.db_short else "load generator")
+                    if f.db_cores is None and not f.db_short:
                         missing.add((a[i], "database"))
-                    if f.k6_cores is None:
+                    if f.k6_cores is None and not f.k6_short:
                         missing.add((a[i], "load generator"))
             if not self.pair:
                 run = self.sets[0].by_workload()[w]
@@ -175,15 +238,18 @@ class WorkloadSections:
                 for t in threads:
                     f = sides[0][t]
                     share = f"{f.k6_cores / cores * 100:.0f}%" if f.k6_cores is not None and cores else "—"
-                    rows.append([str(t), num(f.qps), c(f.db_cores), c(f.qps_per_core, 1), c(f.k6_cores), share])
+                    rows.append([str(t), num(f.qps), c(f.db_cores, short=f.db_short),
+                                 c(f.qps_per_core, 1, short=f.db_short), c(f.k6_cores, short=f.k6_short), share])
                 L.append(md_table(["Threads", "QPS", "DB CPU (cores)", "QPS per DB core", "k6 CPU (cores)",
                                    "k6 CPU of its cores"], rows, "rrrrrr"))
                 L.append("")
             else:
                 def med(i, t, attr):
-                    vs = [getattr(f, attr) for figs in self.samples[(i, w)] for f in figs
-                          if f.threads == t and getattr(f, attr) is not None]
-                    return c(statistics.median(vs), 1 if attr == "qps_per_core" else 2) if vs else "—"
+                    fs = [f for figs in self.samples[(i, w)] for f in figs if f.threads == t]
+                    vs = [getattr(f, attr) for f in fs if getattr(f, attr) is not None]
+                    short = fs and all(f.k6_short if attr == "k6_cores" else f.db_short for f in fs)
+                    return c(statistics.median(vs), 1 if attr == "qps_per_core" else 2) if vs else \
+                        c(None, short=short)
                 rows = []
                 for t in threads:
                     cc = self.cmp.get((w, t, "core"))
@@ -198,8 +264,18 @@ class WorkloadSections:
                                   rows, "rrrrrrrrr"))
                 L.append("")
                 if any((w, t, "core") in self.cmp for t in threads):
+                    L.extend(self.table_notes(w, threads, ("core",), steps=False))
                     L.append(self.headline(w, workload_name(w), "core", "QPS per database core", threads))
                     L.append("")
+        if shorts:
+            L.append(f"\"window too short\": the step's measured window is shorter than the counters can resolve, so no "
+                     "figure is given. CPU counters are read at their samples: the database's at Prometheus' scrapes, every "
+                     f"{scrape_interval_s():g} s (prometheus/prometheus.yml), k6's at its pushes, every "
+                     f"{min_k6 / MIN_WINDOW_INTERVALS:g} s (k6/contract.json). Over a window shorter than "
+                     f"{MIN_WINDOW_INTERVALS:g} such intervals "
+                     f"({min_db:g} s for the database, {min_k6:g} s for k6), most, or all, of the time between the two "
+                     "samples used can lie before the step; use longer steps (`time`) for resource figures.")
+            L.append("")
         for who, what in sorted(missing):
             L.append(f"Not recorded for {who}: the {what}'s CPU (Prometheus has no such series for the run; "
                      + ("the database's process metrics are scraped by the stack's Prometheus jobs tidb/tikv/pd "

@@ -10,12 +10,13 @@ text without quotes, case and spaces, so TiDB's and MySQL's texts of one stateme
 - plan: both sides recorded plan digests (TiDB) and the plan that ran most of the statement's
   executions in each sample differs between the sides;
 - average latency (the step's total / executions, one value per sample): with 2 or more samples a
-  side, the change of the medians is significant (Mann-Whitney U, Holm-adjusted over all the
-  statement cells of the report, tidbbench/report/stats.py) and at least MIN_CHANGE %; with one sample a
+  side, the change (Hodges-Lehmann, tidbbench/report/stats.py) is significant (exact Mann-Whitney U,
+  Holm-adjusted over all the statement cells of the report) and at least MIN_CHANGE %; with one sample a
   side (no significance possible), at least SINGLE_CHANGE %, marked `n=1`;
 - a statement only one side ran (among its top digests) with at least SHARE_ONLY % of that side's
   statement time.
 Manifests without statements (runs from before they were recorded) add nothing to the report."""
+import math
 import re
 import statistics
 
@@ -197,7 +198,7 @@ def _side(runs, t):
     return out, missing
 
 
-def changes(sets, workloads):
+def changes(sets, workloads, family=None):
     """(changed, notes, compared): changed = [dict(workload, threads, text, why, a, b, cmp)] by the
     module's rule, plan changes first; notes = why a step's statements were not compared; compared =
     the (workload, thread step) cells whose statements were compared."""
@@ -230,18 +231,21 @@ def changes(sets, workloads):
                 cells.append(row["cmp"])
                 found.append(row)
     stats.adjust(cells)
+    if family is not None:  # the caller's list receives the Holm family (its warning, stats.out_of_reach)
+        family.extend(cells)
     out = []
     for row in found:
         c = row["cmp"]
         if c is not None:
             if c.reason:
-                if abs(c.change) >= SINGLE_CHANGE:
+                if c.reason.startswith("n=") and abs(c.change) >= SINGLE_CHANGE:
                     row["why"].append("avg latency (n=1)")
             elif c.significant and abs(c.change) >= MIN_CHANGE:
                 row["why"].append("avg latency")
         if row["why"]:
             out.append(row)
-    out.sort(key=lambda r: ("plan" not in r["why"], -abs(r["cmp"].change) if r["cmp"] else 0))
+    out.sort(key=lambda r: ("plan" not in r["why"],
+                            -abs(r["cmp"].change) if r["cmp"] and math.isfinite(r["cmp"].change) else 0))
     return out, notes, compared
 
 
@@ -249,7 +253,8 @@ def section(sets, labels, workloads):
     """Markdown lines of the A vs B "Statements that changed" section; [] without statements."""
     if not recorded(sets):
         return []
-    changed, notes, compared = changes(sets, workloads)
+    family = []
+    changed, notes, compared = changes(sets, workloads, family)
     L = ["## Statements that changed", ""]
     L.append("The statement digests of each side's database per thread step (their executions and latency in the "
              "step's measured window: `steps[].statements` of the run manifests), matched by their text. Listed: a "
@@ -262,6 +267,10 @@ def section(sets, labels, workloads):
         L.append(f"- {workload_name(w)} at {t} threads: not compared, {labels[i]} has no statements: {why}.")
     if notes:
         L.append("")
+    warn = stats.out_of_reach(family)
+    if warn:
+        L += [f"> **Warning:** the average latencies are compared in one family of {len(family)} statement cells. "
+              f"{warn} Only a plan change or a statement one side alone ran can be listed.", ""]
     if not changed:
         L.append("No statement's plan or average latency changed by this rule." if compared else
                  "No statements to compare.")
@@ -276,7 +285,7 @@ def section(sets, labels, workloads):
         return " / ".join(f"`{short_plan(p)}`" for p in dict.fromkeys(d["plans"])) if d and d["plans"] else "—"
     for r in changed[:LISTED]:
         c = r["cmp"]
-        change = f"{c.change:+.1f}%" if c else "—"
+        change = f"{c.change:+.1f}%" if c and math.isfinite(c.change) else "—"
         p = stats.p_text(c) if c else ""
         rows.append([workload_name(r["workload"]), str(r["threads"]), f"`{short(r['text'], 60)}`",
                      ", ".join(r["why"]).replace("only in A", f"only in {labels[0]}").replace(
