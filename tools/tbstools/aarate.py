@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from tidbbench import ROOT, ReportError
+from tidbbench.k6env import new_testid
 
 
 def args_of(argv):
@@ -134,8 +135,11 @@ def main(argv=None):
     a = args_of(sys.argv[1:] if argv is None else argv)
     results = Path(a.results).resolve()
     results.mkdir(parents=True, exist_ok=True)
-    pid = a.id or time.strftime("aa-%Y%m%d-%H%M%S")
     try:
+        try:
+            pid = a.id or "aa-" + new_testid()  # the launcher core makes every id (k6/ext/launch)
+        except RuntimeError as e:
+            raise ReportError(f"no plan id: {e}", code=2) from e
         p, names = derived_plan(a)
         if not a.count_only:
             with connect() as c, c.cursor() as cur:

@@ -68,6 +68,14 @@ func parseRunArgs(args []string) (*runArgs, error) {
 		}
 		if kv, n := envArg(args, i); n > 0 {
 			if name, value, ok := strings.Cut(kv, "="); ok {
+				if abs, changed := absFile(name, value); changed {
+					// k6 opens a relative file next to the script: the user meant their own directory
+					value = abs
+					r.opts[name] = value
+					r.k6 = append(r.k6, "-e", name+"="+value)
+					i += n - 1
+					continue
+				}
 				r.opts[name] = value
 			}
 			r.k6 = append(r.k6, args[i:i+n]...)
@@ -169,3 +177,17 @@ type badInputError struct{ msg string }
 func (e badInputError) Error() string { return e.msg }
 
 func badInput(msg string) error { return badInputError{msg} }
+
+// absFile: the option names a file k6 reads (mysql_password_file) by a relative path, which k6
+// would open relative to the script's folder (k6/): the path from the caller's working directory
+// instead, as a shell user reads it. (abs, true) when it changed the value.
+func absFile(name, value string) (string, bool) {
+	if name != "mysql_password_file" || value == "" || filepath.IsAbs(value) {
+		return value, false
+	}
+	abs, err := filepath.Abs(value)
+	if err != nil {
+		return value, false
+	}
+	return abs, true
+}

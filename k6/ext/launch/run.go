@@ -42,6 +42,9 @@ func launch(o *runOpts, args []string) error {
 		return err
 	}
 	env := environMap(os.Environ())
+	if abs, changed := absFile("mysql_password_file", env["mysql_password_file"]); changed {
+		env["mysql_password_file"] = abs
+	}
 	var stack map[string]string
 	if o.stackEnv != "" {
 		if stack, err = readEnvFile(o.stackEnv); err != nil && !errors.Is(err, os.ErrNotExist) {
