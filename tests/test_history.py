@@ -5,6 +5,7 @@ finds with their fields, their evidence (the switched variable first), --check o
 regression and on an A/A series, and the JSON output. Series are copies of a recorded run
 manifest (tests/historytools.py). The live series on the local TiDB is tests/test_history_live.py."""
 import json
+import os
 import shutil
 import sqlite3
 import statistics
@@ -345,6 +346,23 @@ def test_the_quality_tool_measures_what_it_says(tmp_path, capsys):
     assert r["aa_false_per_100_runs"] == 0
     assert historyquality.main(["measure", "--from", str(tmp_path / "none")]) == 2
     assert "no such results folder" in capsys.readouterr().err
+
+
+def test_the_quality_tool_refuses_bad_pinning_before_writing(tmp_path, capsys, monkeypatch):
+    """collect/e2e pin TiDB and k6 to cores of their own first: a core the machine lacks, the same
+    core twice or no running TiDB stops them, naming the value, before a folder is made."""
+    from tbstools import historyquality
+    monkeypatch.setenv("TBS_STATE", str(tmp_path / "state"))
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as e:  # benchkit.Pinning: the valid cores named
+        (tmp_path / "state/run").mkdir(parents=True)
+        (tmp_path / "state/run/tidb.pid").write_text(f"{os.getpid()}\n")
+        historyquality.main(["collect", "--out", str(out), "--pin-db", "0", "--pin-client", "99"])
+    assert f"--pin-client 99 is not a core of this machine (valid: 0..{os.cpu_count() - 1})" in str(e.value.code)
+    (tmp_path / "state/run/tidb.pid").unlink()
+    assert historyquality.main(["e2e", "--out", str(out)]) == 2
+    assert f"the local TiDB is not running ({tmp_path / 'state/run/tidb.pid'})" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_a_merged_multi_instance_run_is_one_run(tmp_path, capsys):

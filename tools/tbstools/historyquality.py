@@ -34,6 +34,7 @@ from tidbbench.history import store
 from tidbbench.k6env import new_testid, read_k6_env, state_dir
 
 STEPS = (3.0, 5.0, 10.0)
+PIN = None  # benchkit.Pinning while TiDB is pinned (collect, e2e; --no-pin leaves it)
 WITHIN = 5  # runs: the target's "found within 5 runs"
 
 
@@ -59,7 +60,8 @@ def sql(query, root=False, db=None):
 def k6(args, out):
     env = dict(os.environ, results_dir=str(out))
     p = subprocess.run([str(ROOT / "scripts/k6"), "run", "-q", *args], cwd=ROOT / "k6", env=env,
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=600,
+                       preexec_fn=PIN.client_preexec() if PIN else None)
     if p.returncode != 0:
         raise ReportError(f"k6 {' '.join(args)} exited {p.returncode}: {(p.stdout + p.stderr)[-1500:]}")
     return p
@@ -85,7 +87,8 @@ def one_run(a, testid, out):
     """One k6 run; returns its first step. The host's 1-minute load average before the run goes to
     out/conditions.jsonl (a shared host's neighbours are part of the noise)."""
     with open(out / "conditions.jsonl", "a") as f:
-        f.write(json.dumps({"testid": testid, "loadavg_before": loadavg()}) + "\n")
+        f.write(json.dumps({"testid": testid, "loadavg_before": loadavg(),
+                            "pinned": pinning()}) + "\n")
     k6(["-e", f"mysql_db={a.db}", "-e", f"tables={a.tables}", "-e", f"table_size={a.table_size}",
         "-e", f"workload={a.workload}", "-e", f"threads={a.threads}", "-e", f"time={a.time}",
         "-e", f"warmup_time={a.warmup_time}", "-e", f"testid={testid}", "oltp.js"], out)
@@ -93,9 +96,49 @@ def one_run(a, testid, out):
     return m["steps"][0]
 
 
+def pinned(a):
+    """TiDB's threads on --pin-db, our k6 on --pin-client, as on a dedicated load-generator host:
+    client and server then do not take turns on the same cores, the largest source of run-to-run
+    noise on a shared 2-core host. Put back by unpin()."""
+    global PIN
+    if a.no_pin:
+        return
+    from tbstools import benchkit
+    if (os.cpu_count() or 1) < 2:
+        raise ReportError("pinning needs 2 cores (this machine has 1): use --no-pin", code=2)
+    f = state_dir() / "run/tidb.pid"
+    try:
+        pid = int(f.read_text().split()[0])
+        os.kill(pid, 0)
+    except (OSError, ValueError, IndexError):
+        raise ReportError(f"the local TiDB is not running ({f}): scripts/stack up", code=2) from None
+    PIN = benchkit.Pinning(a.pin_db, a.pin_client)
+    PIN.pin_server(pid)
+    print(pinning(), flush=True)
+
+
+def pinning():
+    return f"TiDB's threads on core {PIN.db_core}, k6 on core {PIN.client_core}" if PIN else None
+
+
+def unpin():
+    global PIN
+    if PIN:
+        PIN.restore()
+        PIN = None
+
+
 def collect(a):
     out = Path(a.out or ROOT / "results/history-aa").resolve()
+    pinned(a)  # first: a bad core or no TiDB stops it before anything is written
     out.mkdir(parents=True, exist_ok=True)
+    try:
+        return collect_runs(a, out)
+    finally:
+        unpin()
+
+
+def collect_runs(a, out):
     prepare(a.db, a.workload, a.tables, a.table_size, out)
     stamp = new_testid()  # the launcher core's (k6/ext/launch makes every testid); one per collection
     for i in range(a.runs):
@@ -109,7 +152,15 @@ def collect(a):
 def e2e(a):
     stamp = new_testid()  # the launcher core's (k6/ext/launch makes every testid); one per series
     out = Path(a.out or ROOT / f"results/history-e2e-{stamp}").resolve()
+    pinned(a)  # first: a bad core or no TiDB stops it before anything is written
     out.mkdir(parents=True, exist_ok=True)
+    try:
+        return e2e_runs(a, stamp, out)
+    finally:
+        unpin()
+
+
+def e2e_runs(a, stamp, out):
     prepare(a.db, a.workload, a.tables, a.table_size, out)
     (old,), = sql(f"SELECT @@GLOBAL.{a.variable}", root=True)
     print(f"{a.variable} is {old}; runs {a.flip}..{a.runs - 1} with {a.value}", flush=True)
@@ -262,6 +313,9 @@ def parser():
         p.add_argument("--table-size", type=int, default=10000)
         p.add_argument("--db", default="sbtest_history_aa" if verb == "collect" else "sbtest_history_e2e")
         p.add_argument("--out", help="results folder for the runs")
+        p.add_argument("--no-pin", action="store_true", help="leave TiDB and k6 on every core")
+        p.add_argument("--pin-db", type=int, default=0, help="TiDB's core (default 0)")
+        p.add_argument("--pin-client", type=int, default=1, help="k6's core (default 1)")
         if verb == "e2e":
             p.add_argument("--variable", default="tidb_enable_prepared_plan_cache")
             p.add_argument("--value", default="OFF")
