@@ -1,8 +1,10 @@
 """Helpers (no tests here) for the history store's tests (test_history_store, test_history_dashboard):
 the local stack's PostgreSQL (service history_db, started by `scripts/stack up`), a database of
-the test's own made with the real compose/history/roles.sql, and an index (SQLite) made with the
-one table spec (tidbbench/history/schema.py) holding synthetic runs."""
+the test's own made with the real compose/history/roles.sql, an index (SQLite) made with the
+one table spec (tidbbench/history/schema.py) holding synthetic runs, and the SQL the History
+dashboard's Grafana PostgreSQL data source sends (test_history_dashboard, test_history_live)."""
 import os
+import re
 import socket
 import sqlite3
 import stat
@@ -12,6 +14,7 @@ from contextlib import contextmanager
 
 import psycopg
 
+import dashtools
 from conftest import ROOT, STATE
 from tidbbench.history import schema as historyschema
 
@@ -108,3 +111,42 @@ def point_row(run, workload, threads, qps, p95):
             "workload": workload, "threads": threads, "options_hash": "o1", "target": run["target"],
             "qps": qps, "tps": qps / 20, "p95_ms": p95, "p99_ms": p95 * 1.5, "errors_per_s": 0.0,
             "client_cpu_per_query": 1e-5, "server_cpu_per_query": 4e-5}
+
+
+# ---------------------------------------------------------------------------------------------
+# the History dashboard's queries as Grafana's PostgreSQL data source sends them
+# ---------------------------------------------------------------------------------------------
+
+FROM, TO = "2026-10-20T00:00:00Z", "2026-11-25T00:00:00Z"  # the synthetic runs' dashboard range
+
+
+def quote(values):
+    """A multi-value variable as Grafana's SQL data sources interpolate it: quoted, comma-joined."""
+    return ",".join("'" + str(v).replace("'", "''") + "'" for v in values)
+
+
+def grafana_sql(sql, values, time_from=FROM, time_to=TO):
+    """The SQL Grafana's PostgreSQL data source sends: its macros expanded, then the variables."""
+    sql = re.sub(r"\$__timeFilter\(([^)]+)\)", lambda m: f"{m.group(1)} BETWEEN '{time_from}' AND '{time_to}'", sql)
+    sql = re.sub(r"\$__time\(([^)]+)\)", lambda m: f'{m.group(1)} AS "time"', sql)
+    assert "$__" not in sql, sql
+    return dashtools.substitute(sql, values)
+
+
+def run(db, sql):
+    with connect("tbs_history_reader", db) as c:
+        cur = c.execute(sql)
+        cols = [d.name for d in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def resolve_variables(dash, db, chosen=None, time_from=FROM, time_to=TO):
+    """Each variable's options from its own query, in order, as Grafana refreshes them; a chosen
+    value, else All (every option: the variables set no allValue)."""
+    values, options = {}, {}
+    for v in dash["templating"]["list"]:
+        rows = run(db, grafana_sql(v["query"], values, time_from, time_to))
+        options[v["name"]] = [str(next(iter(r.values()))) for r in rows]
+        pick = (chosen or {}).get(v["name"], options[v["name"]])
+        values[v["name"]] = quote(pick)
+    return values, options

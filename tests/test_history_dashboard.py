@@ -11,11 +11,11 @@ import pytest
 
 import dashtools as dt_
 import storetools as ht
+from storetools import grafana_sql, resolve_variables, run
 from tidbbench.history import pg as historypg
 
 pytestmark = pytest.mark.full
 
-FROM, TO = "2026-10-20T00:00:00Z", "2026-11-25T00:00:00Z"
 CP_EVIDENCE = ("QPS 8,060 -> 7,820 (-3.0%, 95% CI -3.6..-2.4), p=0.0004, 5 runs each side\n"
                "1. version v8.5.6 -> v8.5.7")
 
@@ -51,38 +51,6 @@ def store_db(request, tmp_path_factory):
         idx = ht.make_index(tmp / "history.sqlite", runs + [maria, maria_early], points, cps)
         historypg.push(idx, conninfo)
         yield name, runs, points, cps
-
-
-def quote(values):
-    """A multi-value variable as Grafana's SQL data sources interpolate it: quoted, comma-joined."""
-    return ",".join("'" + str(v).replace("'", "''") + "'" for v in values)
-
-
-def grafana_sql(sql, values, time_from=FROM, time_to=TO):
-    """The SQL Grafana's PostgreSQL data source sends: its macros expanded, then the variables."""
-    sql = re.sub(r"\$__timeFilter\(([^)]+)\)", lambda m: f"{m.group(1)} BETWEEN '{time_from}' AND '{time_to}'", sql)
-    sql = re.sub(r"\$__time\(([^)]+)\)", lambda m: f'{m.group(1)} AS "time"', sql)
-    assert "$__" not in sql, sql
-    return dt_.substitute(sql, values)
-
-
-def run(db, sql):
-    with ht.connect("tbs_history_reader", db) as c:
-        cur = c.execute(sql)
-        cols = [d.name for d in cur.description]
-        return [dict(zip(cols, r)) for r in cur.fetchall()]
-
-
-def resolve_variables(dash, db, chosen=None):
-    """Each variable's options from its own query, in order, as Grafana refreshes them; a chosen
-    value, else All (every option: the variables set no allValue)."""
-    values, options = {}, {}
-    for v in dash["templating"]["list"]:
-        rows = run(db, grafana_sql(v["query"], values))
-        options[v["name"]] = [str(next(iter(r.values()))) for r in rows]
-        pick = (chosen or {}).get(v["name"], options[v["name"]])
-        values[v["name"]] = quote(pick)
-    return values, options
 
 
 def panel(dash, title):
