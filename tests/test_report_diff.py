@@ -90,6 +90,10 @@ def test_figures_within_and_outside_the_tolerance(tmp_path, pair, capsys):
     # a figure wrong by a factor, against the default (50%)
     assert run(tmp_path, a, b.replace("| 8 | 8998.89 | 8998.89 | 3.30 |", "| 8 | 899.89 | 8998.89 | 3.30 |")) == 1
     assert "row '8', QPS: 9206.75 vs 899.89: outside the tolerance" in capsys.readouterr().out
+    # a column of its own tolerance: 95% latency's 4.10 vs 3.30 agrees at 20%, the rest at 6%
+    assert run(tmp_path, a, b, "--tolerance", "0.06", "--column-tolerance", "95% latency (ms)=0.2") == 0
+    assert run(tmp_path, a, b, "--tolerance", "0.06", "--column-tolerance", "95% latency (ms)=0.19") == 1
+    capsys.readouterr()
     # a figure become a word (a unit, a "window too short") must be identical
     assert run(tmp_path, a, b.replace("| 4 | 8723.23 | 8723.23 | 1.61 |", "| 4 | 8723.23 | 8723.23 | n/a |")) == 1
     assert "row '4', 95% latency (ms): '1.52' vs 'n/a' (must be identical)" in capsys.readouterr().out
@@ -106,6 +110,8 @@ def test_bad_input_exits_2_naming_it(tmp_path, capsys):
     assert "x.md: not a report of scripts/report" in capsys.readouterr().err
     assert reportdiff.main(["--tolerance", "lots", good, good]) == 2
     assert "--tolerance lots" in capsys.readouterr().err
+    assert reportdiff.main(["--column-tolerance", "max=2", good, good]) == 2
+    assert "--column-tolerance max=2: COLUMN=REL" in capsys.readouterr().err
     assert reportdiff.main(["--alias", "sbtest_a", good, good]) == 2
     assert "--alias sbtest_a: OLD=NEW" in capsys.readouterr().err
 

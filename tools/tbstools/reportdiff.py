@@ -1,7 +1,8 @@
 """tools/report-diff: do two reports made by scripts/report agree? For checking a refactor: the
 same run made before and after a change (docs/report.md, "Checking a refactor").
 
-  tools/report-diff [--tolerance 0.5] [--abs-tolerance 0.05] [--alias OLD=NEW ...] A B
+  tools/report-diff [--tolerance 0.5] [--abs-tolerance 0.05] [--column-tolerance COLUMN=REL ...]
+                    [--alias OLD=NEW ...] A B
 
 A and B are report.md files or their folders (results/report-<id>/). Each is read with
 Python-Markdown (pinned in tidbbench/requirements.txt, the report's own HTML renderer) into its
@@ -19,7 +20,8 @@ blocks: headings, tables, paragraphs, list items, code blocks. They agree when:
   on the shared 2-core local stack the same run's QPS varies by up to about 2x between runs
   (docs/report.md), so the default is loose: this checks the report's shape and its fixed values,
   and catches figures that are wrong by a factor, not small changes (that is what repeated,
-  interleaved samples are for: scripts/sweep --plan).
+  interleaved samples are for: scripts/sweep --plan). --column-tolerance gives a column its own
+  (max=0.9: a step's slowest event is one sample, noisier than any other figure).
 
 What belongs to one run only is masked before comparing: testids (their format, YYYYMMDD-HHMMSS-
 and 4 hex digits, must hold; anything else stays literal), UTC timestamps, the stack's commit.
@@ -178,7 +180,7 @@ def is_number_cell(s):
     return bool(NUMBER.search(s)) and "`" not in s
 
 
-def compare_table(where, ta, tb, aliases, tol, abs_tol):
+def compare_table(where, ta, tb, aliases, tol, abs_tol, col_tol=None):
     diffs = []
     ha, hb = [mask(c, aliases) for c in ta["head"]], [mask(c, aliases) for c in tb["head"]]
     if ha != hb:
@@ -218,7 +220,7 @@ def compare_table(where, ta, tb, aliases, tol, abs_tol):
             if exact or not (is_number_cell(x) and is_number_cell(y)):
                 diffs.append(f"{where}: row '{k[0]}', {col}: '{x}' vs '{y}' (must be identical)")
             else:
-                why = numbers_agree(x, y, tol, abs_tol)
+                why = numbers_agree(x, y, (col_tol or {}).get(col, tol), abs_tol)
                 if why:
                     diffs.append(f"{where}: row '{k[0]}', {col}: {x} vs {y}: {why}")
     return diffs
@@ -239,7 +241,7 @@ def show(block, aliases):
     return f"{kind} '{text[:300]}{'...' if len(text) > 300 else ''}'"
 
 
-def compare_blocks(where, xa, xb, aliases, tol, abs_tol):
+def compare_blocks(where, xa, xb, aliases, tol, abs_tol, col_tol):
     diffs = []
     sa, sb = [signature(b, aliases) for b in xa], [signature(b, ()) for b in xb]
     sm = difflib.SequenceMatcher(a=sa, b=sb, autojunk=False)
@@ -247,14 +249,14 @@ def compare_blocks(where, xa, xb, aliases, tol, abs_tol):
         if op == "equal":
             for a, b in zip(xa[i1:i2], xb[j1:j2]):
                 if a[0] == "table":
-                    diffs += compare_table(where, a[1], b[1], aliases, tol, abs_tol)
+                    diffs += compare_table(where, a[1], b[1], aliases, tol, abs_tol, col_tol)
             continue
         # a replaced block of the same kind is one changed block; the rest is only on one side
         pa, pb = list(xa[i1:i2]), list(xb[j1:j2])
         while pa and pb and pa[0][0] == pb[0][0]:
             a, b = pa.pop(0), pb.pop(0)
             if a[0] == "table":
-                diffs += compare_table(where, a[1], b[1], aliases, tol, abs_tol)
+                diffs += compare_table(where, a[1], b[1], aliases, tol, abs_tol, col_tol)
             elif a[0] == "pre":  # a command or a version block: the lines that differ
                 lines = difflib.unified_diff(mask(a[1], aliases).splitlines(), mask(b[1], ()).splitlines(),
                                              "A", "B", lineterm="", n=0)
@@ -268,8 +270,9 @@ def compare_blocks(where, xa, xb, aliases, tol, abs_tol):
     return diffs
 
 
-def compare(blocks_a, blocks_b, tol=0.5, abs_tol=0.05, aliases=()):
-    """The list of differences between two reports' blocks (empty: they agree)."""
+def compare(blocks_a, blocks_b, tol=0.5, abs_tol=0.05, aliases=(), col_tol=None):
+    """The list of differences between two reports' blocks (empty: they agree). col_tol: a
+    relative tolerance per column header, in place of tol."""
     diffs = []
     sa, sb = sections(blocks_a, aliases), sections(blocks_b, ())
     ha, hb = [s[0] for s in sa], [s[0] for s in sb]
@@ -284,7 +287,7 @@ def compare(blocks_a, blocks_b, tol=0.5, abs_tol=0.05, aliases=()):
         bodies_b.setdefault(h, []).append(body)
     for h, body in sa:
         if bodies_b.get(h):
-            diffs += compare_blocks(h, body, bodies_b[h].pop(0), aliases, tol, abs_tol)
+            diffs += compare_blocks(h, body, bodies_b[h].pop(0), aliases, tol, abs_tol, col_tol)
     return diffs
 
 
@@ -298,6 +301,9 @@ def args_of(argv):
                     help="relative tolerance of a figure, 0..1 (default 0.5: within 50%%)")
     ap.add_argument("--abs-tolerance", default="0.05", metavar="ABS",
                     help="absolute tolerance, for figures near 0 (default 0.05: 0.04 ms vs 0.05 ms agree)")
+    ap.add_argument("--column-tolerance", action="append", default=[], metavar="COLUMN=REL",
+                    help="another relative tolerance for the figures of every column headed COLUMN "
+                         "(repeatable), e.g. max=0.9: the slowest event of a step is one sample")
     ap.add_argument("--alias", action="append", default=[], metavar="OLD=NEW",
                     help="read OLD in A as NEW (repeatable), e.g. a database name of each run's own")
     a = ap.parse_args(argv)
@@ -320,6 +326,15 @@ def args_of(argv):
             raise BadInput(f"--alias {s}: OLD=NEW (e.g. --alias sbtest_before=sbtest_after)")
         aliases.append((old, new))
     a.alias = aliases
+    a.col_tol = {}
+    for s in a.column_tolerance:
+        col, eq, rel = s.rpartition("=")
+        try:
+            if not eq or not col or not 0 <= float(rel) < 1:
+                raise ValueError
+        except ValueError:
+            raise BadInput(f"--column-tolerance {s}: COLUMN=REL, REL from 0 to below 1 (e.g. max=0.9)") from None
+        a.col_tol[col] = float(rel)
     return a
 
 
@@ -330,10 +345,11 @@ def main(argv=None):
     except BadInput as e:
         print(f"report-diff: {e}", file=sys.stderr)
         return 2
-    diffs = compare(ba, bb, a.tolerance, a.abs_tolerance, a.alias)
+    diffs = compare(ba, bb, a.tolerance, a.abs_tolerance, a.alias, a.col_tol)
     if not diffs:
+        cols = "".join(f", {c} {t:.0%}" for c, t in a.col_tol.items())
         print(f"agree: {a.a} and {a.b} (same sections, tables, rows and fixed values; figures within "
-              f"{a.tolerance:.0%} or {a.abs_tolerance:g})")
+              f"{a.tolerance:.0%} or {a.abs_tolerance:g}{cols})")
         return 0
     print(f"{len(diffs)} difference(s) between A={a.a} and B={a.b}:")
     for d in diffs:
