@@ -156,7 +156,7 @@ def maria_sweep(stack, tidb_run, tmp_path_factory):
     db = fresh_db("mariadb", "sbtest_report_sweep")
     sid = f"it{int(time.time())}"
     out = tmp_path_factory.mktemp("sweep") / "cmp"
-    p = run_sweep("--workloads", "oltp_point_select,oltp_read_only", "--threads", "2,4", "--time", "6",
+    p = run_sweep("--workloads", "oltp_point_select,oltp_read_only", "--threads", "2,4", "--time", "3",
                   "--warmup-time", "1", "--tables", "2", "--table-size", "5000", "--mysql-db", db, "--reset",
                   "--analyze", "-e", "mysql_port=3306", "--id", sid, "--baseline", tidb_run[0], "--out", str(out))
     assert p.returncode == 0, f"sweep exited {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
@@ -225,7 +225,7 @@ def test_sweep_writes_manifest_and_runs(maria_sweep):
     for r in manifest["runs"]:
         m = summary(r["testid"])
         assert m["workload"] == r["workload"] and m["product"] == "mariadb"
-        assert [s["threads"] for s in m["steps"]] == [2, 4] and m["options"]["time"] == 6
+        assert [s["threads"] for s in m["steps"]] == [2, 4] and m["options"]["time"] == 3
         assert "reset_seconds" in r and "analyze_seconds" in r
     assert "ANALYZE TABLE sbtest2" in p.stdout and "command=cleanup" in p.stdout
 

@@ -9,8 +9,9 @@
 - on the local stack: plans/seed-v2.0-vs-v1.0.json scaled down (32 tables x 1,000 rows, one
   workload, 1 and 2 threads, 1 s steps), both arms at the local TiDB, then `scripts/report
   plan-<id>`: the report states the scale and has both arms; the tables exist (about 20 s);
-  the other four (they SET GLOBAL the seeds' TiDB variables) with their first workload at
-  1 thread for 1 s: each arm's runs saw its variables, and the plan put them back after.
+  three of the other four (they SET GLOBAL the seeds' TiDB variables) with their first workload
+  at 1 thread for 1 s: each arm's runs saw its variables, and the plan put them back after (the
+  fourth, seed-v6.1-vs-v6.0, runs in the doc-test as README.md writes it).
 """
 import json
 import os
@@ -304,7 +305,15 @@ def test_seed_plan_small_end_to_end(stack, tmp_path):
     sql("tidb", f"DROP DATABASE {db}")
 
 
-SET_GLOBAL_PLANS = [p for p in PLANS if any(a.get("set_global") for a in load_json(p)["arms"])]
+# seed-v6.1-vs-v6.0 is run by the doc-test, as README.md writes it (laptop-sized, both arms at the
+# local TiDB, --drop-global tidb_enable_async_commit,tidb_enable_1pc): the plan reads each SET GLOBAL
+# back and stops when a value does not take, so that run passing means every variable of both arms
+# but those two took (tidb_prepared_plan_cache_size, which only this plan sets, included). How runs
+# see an arm's variables and how the plan puts them back is the same code for every plan (the three
+# here check it through the run manifests); the two it leaves out are set by seed-v5.0-vs-v4.0's
+# v5.0 arm here.
+SET_GLOBAL_PLANS = [p for p in PLANS if any(a.get("set_global") for a in load_json(p)["arms"])
+                    and p.name != "seed-v6.1-vs-v6.0.json"]
 
 
 def tidb_globals(names):
