@@ -50,6 +50,26 @@ def pytest_collection_modifyitems(config, items):
                                 f"pytest.mark.full; CONTRIBUTING.md): {', '.join(untiered)}")
 
 
+FILE_SECONDS = {}  # tests/test_x.py -> seconds of its tests' setup, call and teardown
+
+
+def pytest_runtest_logreport(report):
+    f = report.nodeid.split("::")[0]
+    FILE_SECONDS[f] = FILE_SECONDS.get(f, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Where the suite's time goes, by file (pytest's --durations gives single tests): the files
+    taking the most, with their share. A session fixture's time counts in the first file using it."""
+    if not FILE_SECONDS:
+        return
+    total = sum(FILE_SECONDS.values())
+    top = sorted(FILE_SECONDS.items(), key=lambda kv: -kv[1])[:15]
+    terminalreporter.write_sep("=", f"slowest files ({total:.0f} s in tests)")
+    for f, secs in top:
+        terminalreporter.write_line(f"{secs:8.1f}s {secs / total * 100:5.1f}%  {f}")
+
+
 def needs_the_stack(what):
     """In the fast tier, a test that reaches for a server fails here, naming it, instead of
     starting the stack (scripts/test --fast runs with no server)."""
