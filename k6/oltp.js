@@ -226,17 +226,17 @@ export function setup() {
   if (inst.lane === 0) {
     metrics.marker.add(runStart, { event: 'run_start', version, threads: o.threads.join(','), warmup: 'false', testid: id, workload: o.workload, instance_id: inst.id });
   }
-  // the target's variables (hundreds on TiDB) go to handleSummary as a note, not in the setup
-  // data, which k6 decodes from JSON for every iteration of every VU (a third of k6's CPU while
-  // 500 VUs connect; docs/bench.md)
+  // what only handleSummary reads goes to it as notes, not in the setup data, which k6 decodes
+  // from JSON for every iteration of every VU and each VU holds (the target's variables,
+  // hundreds on TiDB, were a third of k6's CPU while 500 VUs connect; docs/bench.md)
   tbs.note(`${id}/variables`, JSON.stringify(variables));
+  tbs.note(`${id}/run`, JSON.stringify({ version_full: info.full, host, segment: inst.segment, sequence: inst.sequence }));
   console.log(`testid=${id} workload=${o.workload} target=${o.mysql_host}:${o.mysql_port} version=${version} threads=${o.threads.join(',')}` +
     (inst.instances > 1 ? ` instance=${inst.id} segment=${inst.segment}` : ''));
   return {
-    testid: id, version, product: info.product, version_full: info.full, run_start: runStart,
-    host, instance_id: inst.id, instances: inst.instances, lane: inst.lane, segment: inst.segment,
+    testid: id, version, product: info.product, run_start: runStart,
+    instance_id: inst.id, instances: inst.instances, lane: inst.lane,
     instance_tagged: runTags.instance_id !== undefined,
-    sequence: inst.sequence,
   };
 }
 
