@@ -11,10 +11,10 @@ import { RAND_TYPES } from './rand.js';
 // k6/x/tbs and Python read; docs/bench.md). So the first runtime of the process reads it and
 // keeps what a VU may need as k6/x/tbs notes, one per part (per option [type, default, valid
 // values], the workloads, presets, testid rule, timing: 3 KB of JSON in all); `-e help=1`
-// (one VU) reads the file whole for the help texts. Even the slim parts, parsed, were about
-// 100 KiB of JavaScript objects per VU (an array per option), and a load-generating VU reads
-// only its options (vuOptions: parsed once per process), the timing and one workload: so each
-// part is parsed in a VU when it is first read (CONTRACT's getters).
+// (one VU) reads the file whole for the help texts. Even the slim parts and the options, parsed
+// in every VU, were about 75 KiB of JavaScript objects per VU (an array per option), and a
+// load-generating VU reads only its options (vuOptions: parsed once per process), the timing
+// and one workload: so each part is parsed in a VU when it is first read (CONTRACT's getters).
 const WHOLE = __ENV.help !== undefined;
 const SLIM_NOTE = 'contract/slim/';
 const PARTS = ['workloads', 'testid', 'options', 'presets', 'timing'];
