@@ -10,7 +10,7 @@
 import exec from 'k6/execution';
 import { sleep } from 'k6';
 import tbs from 'k6/x/tbs';
-import { parseOptions, optionHelp, WORKLOADS } from './lib/config.js';
+import { vuOptions, optionHelp, hashText, CONTRACT } from './lib/config.js';
 import { makeRand } from './lib/rand.js';
 import { bindEvent, workState, flushBulk } from './lib/sysbench.js';
 import { metrics, tally } from './lib/metrics.js';
@@ -27,26 +27,32 @@ import { capture as captureStatements, statementsScenario } from './lib/statemen
 // VU, and each module costs every VU its memory (docs/bench.md).
 const summaryLib = __VU === 0 ? require('./lib/summary.js') : null;
 
-const o = parseOptions(__ENV);
-const testid = o.testid || newTestId();
-const host = hostFacts();
-
-const steps = stepScenarios(o);
+const o = vuOptions(__ENV);
 const windows = stepWindows(o);
-const lastWindow = windows[windows.length - 1];
-const totalSeconds = Math.ceil(lastWindow.end / 1000);
-const startWait = o.start_at ? Math.max(0, (o.start_at - Date.now()) / 1000) : 0;
 
-export const options = o.help ? {
-  scenarios: { help: { executor: 'shared-iterations', exec: 'help', vus: 1, iterations: 1 } },
-} : {
-  scenarios: { ...steps, ...monitorScenario(o, totalSeconds), ...statementsScenario(o, totalSeconds) },
-  thresholds: stepThresholds(o),
-  tags: { testid, workload: o.workload },
-  summaryTrendStats: ['avg', 'min', 'max', 'count'],
-  setupTimeout: `${Math.ceil(startWait) + 60}s`,
-  teardownTimeout: '60s',
-};
+// The run's options. k6 reads them from the first runtime (__VU 0, which also runs setup,
+// teardown and handleSummary) and copies the run's consolidated options into the `options`
+// object every other VU exports: in the VUs it is left undefined, which spares each VU the
+// scenarios and thresholds in two copies (docs/bench.md). The testid and host facts are read
+// by setup only.
+const testid = __VU === 0 ? o.testid || newTestId() : '';
+const host = __VU === 0 ? hostFacts() : null;
+
+function runOptions() {
+  if (o.help) return { scenarios: { help: { executor: 'shared-iterations', exec: 'help', vus: 1, iterations: 1 } } };
+  const totalSeconds = Math.ceil(windows[windows.length - 1].end / 1000);
+  const startWait = o.start_at ? Math.max(0, (o.start_at - Date.now()) / 1000) : 0;
+  return {
+    scenarios: { ...stepScenarios(o), ...monitorScenario(o, totalSeconds), ...statementsScenario(o, totalSeconds) },
+    thresholds: stepThresholds(o),
+    tags: { testid, workload: o.workload },
+    summaryTrendStats: ['avg', 'min', 'max', 'count'],
+    setupTimeout: `${Math.ceil(startWait) + 60}s`,
+    teardownTimeout: '60s',
+  };
+}
+
+export const options = __VU === 0 ? runOptions() : undefined;
 
 // ---- per VU
 const conn = new Conn(o);
@@ -72,12 +78,6 @@ let warming = false;
 let nextCheck = 0; // epoch ms of the next moment this VU must look at its step (slow path)
 let stepEnd = 0; // epoch ms: the end of this VU's step (its measured window)
 let stepTag = '';
-
-function hashString(s) {
-  let h = 2166136261;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
-  return h >>> 0;
-}
 
 // The share of the run's VUs this process runs (k6 execution segments: several load
 // generators run one test, each a segment of it).
@@ -114,7 +114,7 @@ function activate(data) {
   }
   // seeded runs: one stream per step and thread
   w = workState(o, makeRand(o, stepIdx * 1048576 + threadId), threadId, threads);
-  const seed = o.rand_seed || hashString(data.testid);
+  const seed = o.rand_seed || hashText(data.testid);
   // one sequence for the whole run (sysbench's is global): no id is given twice, in any
   // step or by any load generator (lanes interleave the instances' indices)
   event = bindEvent(o.workload, conn, w);
@@ -200,7 +200,7 @@ export function setup() {
   const info = targetInfo(sdb, v);
   const bulk = o.workload === 'bulk_insert';
   const need = bulk ? Math.max(...o.threads) : o.tables;
-  if (WORKLOADS[o.workload].single_table && o.tables !== 1) {
+  if (CONTRACT.workloads[o.workload].single_table && o.tables !== 1) {
     throw new Error(`invalid option tables=${o.tables}: ${o.workload} supports only tables=1`);
   }
   const have = existingTables(sdb);
@@ -226,17 +226,17 @@ export function setup() {
   if (inst.lane === 0) {
     metrics.marker.add(runStart, { event: 'run_start', version, threads: o.threads.join(','), warmup: 'false', testid: id, workload: o.workload, instance_id: inst.id });
   }
-  // the target's variables (hundreds on TiDB) go to handleSummary as a note, not in the setup
-  // data, which k6 decodes from JSON for every iteration of every VU (a third of k6's CPU while
-  // 500 VUs connect; docs/bench.md)
+  // what only handleSummary reads goes to it as notes, not in the setup data, which k6 decodes
+  // from JSON for every iteration of every VU and each VU holds (the target's variables,
+  // hundreds on TiDB, were a third of k6's CPU while 500 VUs connect; docs/bench.md)
   tbs.note(`${id}/variables`, JSON.stringify(variables));
+  tbs.note(`${id}/run`, JSON.stringify({ version_full: info.full, host, segment: inst.segment, sequence: inst.sequence }));
   console.log(`testid=${id} workload=${o.workload} target=${o.mysql_host}:${o.mysql_port} version=${version} threads=${o.threads.join(',')}` +
     (inst.instances > 1 ? ` instance=${inst.id} segment=${inst.segment}` : ''));
   return {
-    testid: id, version, product: info.product, version_full: info.full, run_start: runStart,
-    host, instance_id: inst.id, instances: inst.instances, lane: inst.lane, segment: inst.segment,
+    testid: id, version, product: info.product, run_start: runStart,
+    instance_id: inst.id, instances: inst.instances, lane: inst.lane,
     instance_tagged: runTags.instance_id !== undefined,
-    sequence: inst.sequence,
   };
 }
 

@@ -9,11 +9,15 @@ import { RAND_TYPES } from './rand.js';
 // Every VU runs this module (k6 runs the init context once per VU): parsing the whole file in
 // each was a tenth of a VU's memory (its help texts, and the latency histogram, which only
 // k6/x/tbs and Python read; docs/bench.md). So the first runtime of the process reads it and
-// keeps what a VU needs as a k6/x/tbs note (per option [type, default, valid values], the
-// workloads, presets, testid rule and timing: 3 KB of JSON), which the other VUs parse;
-// `-e help=1` (one VU) reads the file whole for the help texts.
+// keeps what a VU may need as k6/x/tbs notes, one per part (per option [type, default, valid
+// values], the workloads, presets, testid rule, timing: 3 KB of JSON in all); `-e help=1`
+// (one VU) reads the file whole for the help texts. Even the slim parts and the options, parsed
+// in every VU, were about 75 KiB of JavaScript objects per VU (an array per option), and a
+// load-generating VU reads only its options (vuOptions: parsed once per process), the timing
+// and one workload: so each part is parsed in a VU when it is first read (CONTRACT's getters).
 const WHOLE = __ENV.help !== undefined;
-const SLIM_NOTE = 'contract/slim';
+const SLIM_NOTE = 'contract/slim/';
+const PARTS = ['workloads', 'testid', 'options', 'presets', 'timing'];
 
 function slim(c) {
   const options = {};
@@ -21,24 +25,27 @@ function slim(c) {
   return { workloads: c.workloads, testid: c.testid, options, presets: c.presets, timing: c.timing };
 }
 
-function slimText() {
-  let text = tbs.notes()[SLIM_NOTE];
-  if (text === undefined) {
-    text = JSON.stringify(slim(JSON.parse(open('../contract.json'))));
-    tbs.note(SLIM_NOTE, text); // the first write wins: every VU gets the same text
-  }
-  return text;
+let whole = null; // -e help=1: the whole file
+if (WHOLE) whole = JSON.parse(open('../contract.json'));
+else if (tbs.notes()[`${SLIM_NOTE}timing`] === undefined) {
+  const s = slim(JSON.parse(open('../contract.json')));
+  for (const k of PARTS) tbs.note(SLIM_NOTE + k, JSON.stringify(s[k])); // the first write wins: every VU gets the same text
 }
 
-export const CONTRACT = JSON.parse(WHOLE ? open('../contract.json') : slimText());
-export const WORKLOADS = CONTRACT.workloads;
-const WORKLOAD_NAMES = Object.keys(WORKLOADS);
-
-// name: [type, default, valid values or null]. Defaults are sysbench 1.0.20's, except where noted.
-const SPEC = WHOLE ? slim(CONTRACT).options : CONTRACT.options;
-
-// The seeds' (PingCAP's published reports) choices for TiDB.
-export const PRESETS = CONTRACT.presets;
+// CONTRACT.<part>: the slim contract's part, parsed on first use (the whole file's with -e help=1).
+export const CONTRACT = {};
+for (const k of PARTS) {
+  let v;
+  Object.defineProperty(CONTRACT, k, {
+    enumerable: true,
+    get: () => {
+      if (v === undefined) v = whole ? (k === 'options' ? slim(whole).options : whole[k]) : JSON.parse(tbs.notes()[SLIM_NOTE + k]);
+      return v;
+    },
+  });
+}
+// The whole file's option entries (with their help texts), -e help=1 only.
+const HELP = () => whole.options;
 // compiled when a testid is given (a RegExp with a {0,63} repeat is tens of KiB per VU)
 let testidRe = null;
 const TESTID = { test: (s) => (testidRe || (testidRe = new RegExp(CONTRACT.testid.pattern))).test(s) };
@@ -83,13 +90,13 @@ function parseOne(name, type, raw) {
       return nums;
     }
     case 'workload':
-      if (!WORKLOAD_NAMES.includes(s)) throw bad(name, raw, `unknown workload (valid: ${WORKLOAD_NAMES.join(', ')})`);
+      if (!Object.keys(CONTRACT.workloads).includes(s)) throw bad(name, raw, `unknown workload (valid: ${Object.keys(CONTRACT.workloads).join(', ')})`);
       return s;
     case 'rand':
       if (!RAND_TYPES.includes(s)) throw bad(name, raw, `unknown distribution (valid: ${RAND_TYPES.join(', ')})`);
       return s;
     case 'preset':
-      if (s !== '' && !PRESETS[s]) throw bad(name, raw, `unknown preset (valid: ${Object.keys(PRESETS).join(', ')})`);
+      if (s !== '' && !CONTRACT.presets[s]) throw bad(name, raw, `unknown preset (valid: ${Object.keys(CONTRACT.presets).join(', ')})`);
       return s;
     case 'command':
       if (!['prepare', 'cleanup', 'prewarm'].includes(s)) throw bad(name, raw, 'valid: prepare, cleanup, prewarm');
@@ -101,7 +108,7 @@ function parseOne(name, type, raw) {
       if (s !== '' && !TESTID.test(s)) throw bad(name, raw, `letters, digits, . _ - (at most ${CONTRACT.testid.max_length}, starting with a letter or digit)`);
       return s;
     case 'ssl':
-      if (!SPEC[name][2].includes(s)) throw bad(name, raw, `valid: ${SPEC[name][2].join(', ')}`);
+      if (!CONTRACT.options[name][2].includes(s)) throw bad(name, raw, `valid: ${CONTRACT.options[name][2].join(', ')}`);
       return s;
     case 'errors': {
       if (s.toLowerCase() === 'all') return 'all';
@@ -117,7 +124,7 @@ function parseOne(name, type, raw) {
 function closest(name) {
   // a suggestion for a misspelt option: the known name with the smallest edit distance
   let best = null; let bestD = 4;
-  for (const k of Object.keys(SPEC)) {
+  for (const k of Object.keys(CONTRACT.options)) {
     const d = editDistance(name, k);
     if (d < bestD) { best = k; bestD = d; }
   }
@@ -138,14 +145,14 @@ function editDistance(a, b) {
 // parseOptions(env) -> a plain object with every option. Throws OptionError on bad input.
 export function parseOptions(env) {
   for (const key of Object.keys(env)) {
-    if (!/^[a-z][a-z0-9_]*$/.test(key) || NOT_OPTIONS.has(key) || SPEC[key]) continue;
+    if (!/^[a-z][a-z0-9_]*$/.test(key) || NOT_OPTIONS.has(key) || CONTRACT.options[key]) continue;
     const hint = closest(key);
-    throw new OptionError(`unknown option '${key}'${hint ? ` (did you mean '${hint}'?)` : ''}; valid options: ${Object.keys(SPEC).join(', ')}`);
+    throw new OptionError(`unknown option '${key}'${hint ? ` (did you mean '${hint}'?)` : ''}; valid options: ${Object.keys(CONTRACT.options).join(', ')}`);
   }
   const presetName = env.preset !== undefined ? parseOne('preset', 'preset', env.preset) : '';
-  const preset = presetName ? PRESETS[presetName] : {};
+  const preset = presetName ? CONTRACT.presets[presetName] : {};
   const o = {};
-  for (const [name, [type, def]] of Object.entries(SPEC)) {
+  for (const [name, [type, def]] of Object.entries(CONTRACT.options)) {
     const raw = env[name] !== undefined ? env[name] : preset[name];
     o[name] = raw !== undefined ? parseOne(name, type, raw) : def;
   }
@@ -169,13 +176,34 @@ export function parseOptions(env) {
   return o;
 }
 
+// vuOptions(env) -> parseOptions(env), parsed once per process: the first runtime parses (and
+// throws on bad input) and keeps the result as a k6/x/tbs note, which the other VUs parse
+// (one plain object instead of the contract's option table in every VU). The note is keyed by
+// the whole environment (the same in every VU of a run), and stays in the process, as the
+// environment it came from does.
+export function vuOptions(env) {
+  const name = `options/${hashText(JSON.stringify(Object.keys(env).sort().map((k) => [k, env[k]])))}`; // __ENV's key order varies
+  const text = tbs.notes()[name];
+  if (text !== undefined) return JSON.parse(text);
+  const o = parseOptions(env);
+  tbs.note(name, JSON.stringify(o));
+  return o;
+}
+
+// FNV-1a of s (32 bits).
+export function hashText(s) {
+  let h = 2166136261;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
+  return h >>> 0;
+}
+
 // optionHelp() -> the options, their defaults and help, one per line (`-e help=1`).
 // The help texts are read with `-e help=1` only (WHOLE).
 export function optionHelp() {
   if (!WHOLE) throw new Error('internal: optionHelp() needs the whole contract (-e help=1)');
   const show = (d) => (Array.isArray(d) ? d.join(',') : String(d));
-  const width = Math.max(...Object.keys(SPEC).map((k) => k.length + show(SPEC[k][1]).length)) + 3;
-  return Object.entries(SPEC).map(([k, [, d]]) => `  ${`${k}=${show(d)}`.padEnd(width)}${CONTRACT.options[k].help}`).join('\n');
+  const width = Math.max(...Object.keys(CONTRACT.options).map((k) => k.length + show(CONTRACT.options[k][1]).length)) + 3;
+  return Object.entries(CONTRACT.options).map(([k, [, d]]) => `  ${`${k}=${show(d)}`.padEnd(width)}${HELP()[k].help}`).join('\n');
 }
 
 // dsn(o) -> go-sql-driver/mysql DSN; `where` names the server without the password.

@@ -153,25 +153,26 @@ export function summarize(data, o, tbs) {
   const opts = { ...o };
   delete opts.mysql_password;
   delete opts.help;
+  const run = JSON.parse(tbs.notes()[`${sd.testid}/run`] || '{}'); // oltp.js setup(): what no VU reads
   const out = {
     testid: sd.testid,
     workload: o.workload,
     target: { host: o.mysql_host, port: o.mysql_port, user: o.mysql_user, db: o.mysql_db },
     version: sd.version,
-    version_full: sd.version_full,
+    version_full: sd.version_full ?? run.version_full,
     product: sd.product,
     run_start: sd.run_start,
     run_end: endedAt,
     options: opts,
     target_variables: sd.variables || JSON.parse(tbs.notes()[`${sd.testid}/variables`] || '{}'),
-    load_generator: sd.host,
+    load_generator: sd.host ?? run.host,
     latency_method: `sysbench 1.0.20 histogram (${lh.buckets} log buckets, ${lh.min_ms} ms to ${lh.max_ms / 1000} s, nearest rank), per step`,
     steps,
     k6: { test_run_duration_ms: data.state.testRunDurationMs },
   };
   if (steps.length < o.threads.length || steps.some((s) => s.interrupted)) out.interrupted = true;
   if (sd.instance_tagged || sd.instances > 1) {
-    out.instance = { id: sd.instance_id, segment: sd.segment, sequence: sd.sequence, lane: sd.lane, instances: sd.instances };
+    out.instance = { id: sd.instance_id, segment: run.segment ?? sd.segment, sequence: run.sequence ?? sd.sequence, lane: sd.lane, instances: sd.instances };
   }
   const files = { stdout: summaryText(steps, o, sd) };
   const file = out.instance ? `${sd.testid}.instance-${sd.instance_id}.json` : `${sd.testid}.json`;

@@ -8,7 +8,7 @@
 // sysbench prepares them; conn.text for statements sysbench sends as plain queries) and `w`
 // holds the options, the random functions and per-VU state of a step.
 import { READS, WRITES, OTHERS } from './conn.js';
-import { WORKLOADS } from './config.js';
+import { CONTRACT } from './config.js';
 
 export const C_TEMPLATE = '###########-###########-###########-###########-###########-' +
   '###########-###########-###########-###########-###########';
@@ -26,17 +26,6 @@ const SQL = {
   inserts: 'INSERT INTO sbtest%u (id, k, c, pad) VALUES (?, ?, ?, ?)',
 };
 
-// Statement texts per table, built once per VU (no string formatting on the hot path).
-export function statements(tables) {
-  const st = [null];
-  for (let t = 1; t <= tables; t++) {
-    const m = {};
-    for (const [k, v] of Object.entries(SQL)) m[k] = v.replace('%u', String(t));
-    st.push(m);
-  }
-  return st;
-}
-
 // The events, made once per VU and step by bindEvent(conn, w): each is a closure over the
 // options, the random functions (native: k6/x/tbs), the statement functions and counts
 // (conn.js Conn: ex, exn, n) and the statement texts it needs, so that running it reads
@@ -45,7 +34,14 @@ export function statements(tables) {
 // point select; docs/bench.md.) The random draws come in sysbench's order: the table, then
 // per statement its ids and strings; a part with a count of 0 still draws its table, as
 // sysbench's execute_* functions do.
-function textsOf(w, key) { return w.st.map((m) => (m ? m[key] : null)); }
+// textsOf(w, key) -> the statement's text per table (index 1..tables), built once per VU and
+// step: an array, not an object per table (each property of a JavaScript object costs every
+// VU hundreds of bytes; docs/bench.md).
+function textsOf(w, key) {
+  const texts = [null];
+  for (let t = 1; t <= w.o.tables; t++) texts.push(SQL[key].replace('%u', String(t)));
+  return texts;
+}
 
 function pointSelectsOf(conn, w) {
   const { ex, n: counts } = conn;
@@ -222,7 +218,7 @@ export const PARTS = {
 
 // workloadOf(name) -> the workload's declaration (k6/contract.json), its parts checked.
 export function workloadOf(name) {
-  const d = WORKLOADS[name];
+  const d = CONTRACT.workloads[name];
   if (!d) throw new Error(`internal: no workload '${name}' in k6/contract.json`);
   for (const p of d.event) {
     if (!PARTS[p]) throw new Error(`k6/contract.json: workload '${name}' declares part '${p}', which k6/lib/sysbench.js has not (parts: ${Object.keys(PARTS).join(', ')})`);
@@ -283,7 +279,7 @@ function randomRangesSql(o) {
 export function workState(o, rand, threadId, threads) {
   const rlen = o.table_size / threads;
   const w = {
-    o, rand, st: statements(o.tables), threadId,
+    o, rand, threadId,
     count: countOf(o, o.workload),
     rmin: Math.trunc(rlen * threadId), rmax: Math.trunc(rlen * threadId + rlen),
     bulkRows: [], bulkSize: 0, bulkPrefix: `INSERT INTO sbtest${threadId + 1} VALUES`,
