@@ -70,7 +70,7 @@ let scenario = '';
 let scenarioInfo = null; // exec.scenario, built once per VU (its accessors read live state)
 let w = null;
 let event = null; // the step's event (sysbench.js bindEvent), made by activate
-let loop = null; // or its native loop (native_loop=true: sysbench.js nativeLoop), made by activate
+let loop = null; // or its native loop (native_loop, the default: sysbench.js nativeLoop), made by activate
 let hist = null;
 let respHist = null;
 let queue = null;

@@ -77,7 +77,7 @@ export interface Tbs {
   /** A VU's sysbench random numbers (sb_rand.c) for the options in `spec`. Throws on a bad rand_type. */
   rand(spec: RandSpec): Rand;
 
-  /** Experimental (oltp.js native_loop): a VU's native event loop for one step of a parts-based workload (k6/ext/tbs/loop.go): `rand` from rand(), `execer` from execer(), `rec` its recorder (null: none), `conn` the conn.js Conn whose `n` and `inTx` it keeps. */
+  /** oltp.js native_loop (the default): a VU's native event loop for one step of a parts-based workload (k6/ext/tbs/loop.go): `rand` from rand(), `execer` from execer(), `rec` its recorder (null: none), `conn` the conn.js Conn whose `n` and `inTx` it keeps. */
   loop(spec: LoopSpec, rand: Rand, execer: Execer, rec: Recorder | null, conn: object): Loop;
 }
 

@@ -1,6 +1,6 @@
 package tbs
 
-// The native event loop (opt-in, experimental: oltp.js's native_loop option): a VU's events of
+// The native event loop (oltp.js's native_loop option, on by default): a VU's events of
 // a parts-based OLTP workload (k6/contract.json's workloads made of point_selects,
 // range_selects, index_updates, non_index_updates and delete_inserts, with or without
 // BEGIN/COMMIT) run back to back in Go, without a JavaScript call per statement or per event.
