@@ -12,10 +12,10 @@ import { sleep } from 'k6';
 import tbs from 'k6/x/tbs';
 import { vuOptions, optionHelp, hashText, CONTRACT } from './lib/config.js';
 import { makeRand } from './lib/rand.js';
-import { bindEvent, workState, flushBulk } from './lib/sysbench.js';
+import { bindEvent, nativeLoop, workState, flushBulk } from './lib/sysbench.js';
 import { metrics, tally } from './lib/metrics.js';
 import { Conn, connectUntil, openDb } from './lib/conn.js';
-import { BATCH_MS, runEvents, runQueued } from './lib/events.js';
+import { BATCH_MS, runEvents, runLoop, runQueued } from './lib/events.js';
 import { connectSeconds, gateNames, gateParties, histName, stepScenarios, stepThresholds, stepWindows } from './lib/steps.js';
 import { asText, connectOrExplain, existingTables, globalVariables, targetInfo } from './lib/target.js';
 import { hostFacts, instanceOf, newTestId } from './lib/run.js';
@@ -70,6 +70,7 @@ let scenario = '';
 let scenarioInfo = null; // exec.scenario, built once per VU (its accessors read live state)
 let w = null;
 let event = null; // the step's event (sysbench.js bindEvent), made by activate
+let loop = null; // or its native loop (native_loop, the default: sysbench.js nativeLoop), made by activate
 let hist = null;
 let respHist = null;
 let queue = null;
@@ -118,6 +119,7 @@ function activate(data) {
   // one sequence for the whole run (sysbench's is global): no id is given twice, in any
   // step or by any load generator (lanes interleave the instances' indices)
   event = bindEvent(o.workload, conn, w);
+  loop = o.native_loop ? nativeLoop(o.workload, conn, w, rec) : null; // null: not a workload it runs
   w.unique = tbs.unique(`${data.testid}/unique`, seed, (seed ^ 0x5bd1e995) >>> 0, data.instances || 1, data.lane || 0);
   const tags = exec.vu.metrics.tags;
   tags.testid = data.testid;
@@ -257,6 +259,7 @@ export default function (data) {
   // warm-up, the end of the step): one k6 iteration per batch, not per event.
   const until = Math.min(nextCheck, stepEnd, Date.now() + BATCH_MS);
   if (queue) runQueued(conn, event, w, o, until, doneDue, stepEnd, queue, now);
+  else if (loop) runLoop(conn, loop, w, o, until, stepEnd, now);
   else runEvents(conn, event, w, o, until, done, stepEnd, now);
   if (Date.now() >= stepEnd) endStep(data);
 }

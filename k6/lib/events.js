@@ -124,6 +124,28 @@ export function runEvents(conn, event, w, o, until, done, stepEnd, now) {
   return true;
 }
 
+// runLoop is runEvents with the native event loop (k6/x/tbs loop(), sysbench.js nativeLoop):
+// one Go call runs the events until the next flush or `until`, with the same clock, counts
+// and flushes; after an error failed() handles it as runEvents does and the event restarts
+// from its start (loop.errStart()).
+export function runLoop(conn, loop, w, o, until, stepEnd, now) {
+  let t = now();
+  if (t >= until) return true;
+  let flushAt = t + FLUSH_MS;
+  do {
+    try {
+      t = loop.run(Math.min(until, flushAt), t);
+    } catch (e) {
+      if (!failed(conn, e, w, o, stepEnd)) { conn.flush(); return false; }
+      t = loop.errStart(); // an event starts before `until`: the loop goes on with it
+      continue;
+    }
+    if (t >= flushAt) { conn.flush(); flushAt = t + FLUSH_MS; }
+  } while (t < until);
+  conn.flush();
+  return true;
+}
+
 // runQueued is runEvents for rate mode: events come from the step's queue (sysbench's
 // --rate); each is timed from when this VU takes it (service latency, sysbench's figure) and
 // from when it was due (response latency, queue time included): `doneDue(start, due)` is

@@ -9,6 +9,7 @@
 // holds the options, the random functions and per-VU state of a step.
 import { READS, WRITES, OTHERS } from './conn.js';
 import { CONTRACT } from './config.js';
+import tbs from 'k6/x/tbs';
 
 export const C_TEMPLATE = '###########-###########-###########-###########-###########-' +
   '###########-###########-###########-###########-###########';
@@ -241,6 +242,38 @@ export function bindEvent(workload, conn, w) {
   const parts = d.event.map((p) => PARTS[p].make(conn, w));
   if (d.trx) return inTrx(conn, w, parts);
   return parts.length === 1 ? parts[0] : () => { for (const p of parts) p(); };
+}
+
+// The parts k6/x/tbs's native event loop runs (k6/ext/tbs/loop.go), with the statement keys
+// they use.
+const LOOP_PARTS = {
+  point_selects: ['point_selects'],
+  range_selects: ['simple_ranges', 'sum_ranges', 'order_ranges', 'distinct_ranges'],
+  index_updates: ['index_updates'],
+  non_index_updates: ['non_index_updates'],
+  delete_inserts: ['deletes', 'inserts'],
+};
+
+// nativeLoop(workload, conn, w, rec) -> the VU's native event loop for this step (k6/x/tbs
+// loop(): the event bindEvent makes, run in Go; events.js runLoop runs it), or null when the
+// workload has a part the loop does not run or the step is rate-limited (the JavaScript path
+// runs those). The statement texts and counts are made here, as for bindEvent. rec: the
+// VU's recorder (null: none).
+export function nativeLoop(workload, conn, w, rec) {
+  const d = workloadOf(workload);
+  if (w.o.rate || !d.event.every((p) => LOOP_PARTS[p])) return null;
+  const texts = {};
+  const counts = {};
+  for (const p of d.event) {
+    for (const k of LOOP_PARTS[p]) texts[k] = textsOf(w, k).slice(1);
+    if (p !== 'range_selects') counts[p] = w.count(p);
+    else for (const k of LOOP_PARTS[p]) counts[k] = w.count(k);
+  }
+  return tbs.loop({
+    parts: d.event, trx: Boolean(d.trx) && !w.o.skip_trx, counts, texts,
+    tables: w.o.tables, table_size: w.o.table_size, range_size: w.o.range_size, range_selects: Boolean(w.o.range_selects),
+    c_template: C_TEMPLATE, pad_template: PAD_TEMPLATE,
+  }, w.rand, conn.x, rec, conn);
 }
 
 export const BULK_PACKET = 512 * 1024;

@@ -134,7 +134,7 @@ func TestIndexDtsIsTheGoModule(t *testing.T) {
 		ifaceOf[typ] = name
 	}
 	// the module's methods that build native objects, and the interfaces they are
-	nativeRet := map[string]string{"execer": "Execer", "rand": "Rand"}
+	nativeRet := map[string]string{"execer": "Execer", "rand": "Rand", "loop": "Loop"}
 	for iface, typ := range reflected {
 		decl, ok := dts[iface]
 		if !ok {
@@ -168,7 +168,7 @@ func TestIndexDtsIsTheGoModule(t *testing.T) {
 			if want != "" && d.ret != want {
 				t.Errorf("index.d.ts: %s.%s returns %s, Go returns %s", iface, js, d.ret, want)
 			}
-			if want == "" && (reflected[d.ret] != nil || d.ret == "Execer" || d.ret == "Rand") {
+			if want == "" && (reflected[d.ret] != nil || d.ret == "Execer" || d.ret == "Rand" || d.ret == "Loop") {
 				t.Errorf("index.d.ts: %s.%s returns %s, Go does not", iface, js, d.ret)
 			}
 		}
@@ -189,7 +189,11 @@ func TestIndexDtsIsTheGoModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	by := r.Get("byName").ToObject(rt)
-	for iface, o := range map[string]*sobek.Object{"Execer": ex, "Rand": r, "RandByName": by} {
+	lp, err := m.Loop(LoopSpec{}, r, ex, nil, rt.NewObject())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for iface, o := range map[string]*sobek.Object{"Execer": ex, "Rand": r, "RandByName": by, "Loop": lp} {
 		keys := o.Keys()
 		sort.Strings(keys)
 		sameNames(t, iface, keys, sortedKeys(dts[iface]))
@@ -213,4 +217,11 @@ func TestIndexDtsIsTheGoModule(t *testing.T) {
 	}
 	sort.Strings(randSpec)
 	sameNames(t, "RandSpec", randSpec, sortedKeys(dts["RandSpec"]))
+	var loopSpec []string
+	ls := reflect.TypeOf(LoopSpec{})
+	for i := 0; i < ls.NumField(); i++ {
+		loopSpec = append(loopSpec, common.FieldName(ls, ls.Field(i)))
+	}
+	sort.Strings(loopSpec)
+	sameNames(t, "LoopSpec", loopSpec, sortedKeys(dts["LoopSpec"]))
 }

@@ -99,6 +99,14 @@ func (e *Execer) run(rt *sobek.Runtime, call sobek.FunctionCall) sql.Result {
 	return res
 }
 
+// exec runs statement q with args on the VU's pool: run's work, for the native loop (loop.go).
+func (e *Execer) exec(q string, args ...any) (sql.Result, error) {
+	if e.pool == nil {
+		return nil, fmt.Errorf("k6/x/tbs: exec needs a database from sql.open(), got none (the connection was closed)")
+	}
+	return e.pool.ExecContext(e.m.vu.Context(), q, args...)
+}
+
 // Execer returns a new statement runner as an object: exec(q, ...args) runs a statement and
 // returns nothing (reads, BEGIN, COMMIT), execCount(q, ...args) returns its affected rows
 // (sysbench counts a statement that changed rows as a write), use(db) picks the pool.
@@ -122,6 +130,9 @@ func (m *Module) Execer() (*sobek.Object, error) {
 		return nil, err
 	}
 	if err := o.Set("use", e.Use); err != nil {
+		return nil, err
+	}
+	if err := hide(rt, o, "_execer", e); err != nil { // for loop()
 		return nil, err
 	}
 	return o, nil

@@ -76,6 +76,9 @@ export interface Tbs {
   randTypes(): string[];
   /** A VU's sysbench random numbers (sb_rand.c) for the options in `spec`. Throws on a bad rand_type. */
   rand(spec: RandSpec): Rand;
+
+  /** oltp.js native_loop (the default): a VU's native event loop for one step of a parts-based workload (k6/ext/tbs/loop.go): `rand` from rand(), `execer` from execer(), `rec` its recorder (null: none), `conn` the conn.js Conn whose `n` and `inTx` it keeps. */
+  loop(spec: LoopSpec, rand: Rand, execer: Execer, rec: Recorder | null, conn: object): Loop;
 }
 
 declare const tbs: Tbs;
@@ -193,6 +196,32 @@ export interface Execer {
   execCount(q: string, ...args: unknown[]): number;
   /** Points exec/execCount at a database from sql.open() (null: none). */
   use(db: object | null): void;
+}
+
+/** A workload as the native loop runs it (k6/lib/sysbench.js nativeLoop makes it). */
+export interface LoopSpec {
+  /** The workload's event parts (k6/contract.json), each one the loop runs. */
+  parts: string[];
+  /** BEGIN/COMMIT around the parts. */
+  trx: boolean;
+  /** Statements per event by option name (point_selects, simple_ranges, ..., delete_inserts). */
+  counts: Record<string, number>;
+  /** Statement key (point_selects, ..., deletes, inserts) -> its text for tables 1..tables. */
+  texts: Record<string, string[]>;
+  tables: number;
+  table_size: number;
+  range_size: number;
+  range_selects: boolean;
+  c_template: string;
+  pad_template: string;
+}
+
+/** A VU's native event loop (k6/ext/tbs/loop.go; k6/lib/events.js runLoop drives it). */
+export interface Loop {
+  /** Runs events back to back, the first from `start`, until one ends at or after `until` (at least one); returns the last end. Throws the driver's error after adding the counts to conn.n. */
+  run(until: number, start: number): number;
+  /** The start of the event the last throw ended (it restarts from there). */
+  errStart(): number;
 }
 
 /** The options a Rand is made from (sysbench's, plus the VU's stream). */

@@ -300,5 +300,8 @@ func (m *Module) Rand(s RandSpec) (*sobek.Object, error) {
 	set(by, "pareto", num(r.Pareto))
 	set(by, "zipfian", num(r.Zipfian))
 	set(o, "byName", by)
+	if err == nil {
+		err = hide(rt, o, "_rand", r) // for loop()
+	}
 	return o, err
 }

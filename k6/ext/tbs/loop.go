@@ -1,0 +1,309 @@
+package tbs
+
+// The native event loop (oltp.js's native_loop option, on by default): a VU's events of
+// a parts-based OLTP workload (k6/contract.json's workloads made of point_selects,
+// range_selects, index_updates, non_index_updates and delete_inserts, with or without
+// BEGIN/COMMIT) run back to back in Go, without a JavaScript call per statement or per event.
+//
+// JavaScript declares the workload once per VU and step (k6/lib/sysbench.js nativeLoop: the
+// parts, the counts, the statement texts, built there so the SQL has one source) and
+// k6/lib/events.js runLoop calls run() once per flush interval. What the loop does is what
+// sysbench.js's bound event does, in the same order: the same random stream (rand.go, the
+// VU's own Rand) draws the table, then per statement its ids and strings, with a part whose
+// count is 0 still drawing its table; the statements go through the VU's Execer (exec.go:
+// the same pool, context and arguments: whole numbers as int64, as sobek exports them);
+// queries are counted by kind as the JavaScript counts them (reads; writes when rows changed,
+// else other; BEGIN and COMMIT other) and each event's latency goes to the VU's Recorder.
+//
+// On an error run() adds its counts to conn.n, sets conn.inTx as the JavaScript would have
+// left it, and throws the error as exec does (a GoError with the driver's message); the
+// failed event's start is errStart(). events.js's failed() handles the error as for the
+// JavaScript path and runLoop restarts the event from that start.
+
+import (
+	"fmt"
+
+	"github.com/grafana/sobek"
+)
+
+// LoopSpec is the workload of one VU's step, as JavaScript declares it.
+type LoopSpec struct {
+	Parts        []string            `js:"parts"`         // the workload's event parts, in order
+	Trx          bool                `js:"trx"`           // BEGIN/COMMIT around them (the workload's trx and not skip_trx)
+	Counts       map[string]int      `js:"counts"`        // statements per event, by option name
+	Tables       float64             `js:"tables"`        // tables
+	TableSize    float64             `js:"table_size"`    // table_size
+	RangeSize    float64             `js:"range_size"`    // range_size
+	RangeSelects bool                `js:"range_selects"` // range_selects
+	Texts        map[string][]string `js:"texts"`         // statement key -> its text for tables 1..tables
+	CTemplate    string              `js:"c_template"`    // sysbench's c string template
+	PadTemplate  string              `js:"pad_template"`  // sysbench's pad string template
+}
+
+// the indices of the query counts in conn.n (k6/lib/conn.js READS, WRITES, OTHERS, TXS)
+const (
+	nReads = iota
+	nWrites
+	nOthers
+	nTxs
+)
+
+type loop struct {
+	r        *Rand
+	e        *Execer
+	rec      *Recorder // nil: the clock only (tests)
+	trx      bool
+	parts    []func() error
+	n        [4]float64 // counts since the last return to JavaScript
+	inTx     bool
+	errStart float64
+}
+
+// texts returns key's statement texts, indexed by table (index 0 unused).
+func (s *LoopSpec) texts(key string) ([]string, error) {
+	t, ok := s.Texts[key]
+	if !ok || float64(len(t)) != s.Tables {
+		return nil, fmt.Errorf("k6/x/tbs: loop: %d texts for %s, want one per table (%v)", len(t), key, s.Tables)
+	}
+	return append([]string{""}, t...), nil
+}
+
+func (l *loop) table(tables float64) int { return int(l.r.Uniform(1, tables)) }
+
+// read runs a statement that returns rows (a read).
+func (l *loop) read(q string, args ...any) error {
+	if _, err := l.e.exec(q, args...); err != nil {
+		return err
+	}
+	l.n[nReads]++
+	return nil
+}
+
+// write runs a statement counted as a write when it changed rows, else as other.
+func (l *loop) write(q string, args ...any) error {
+	res, err := l.e.exec(q, args...)
+	if err != nil {
+		return err
+	}
+	rows, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if rows > 0 {
+		l.n[nWrites]++
+	} else {
+		l.n[nOthers]++
+	}
+	return nil
+}
+
+// part makes one part's function: sysbench.js's *Of functions, draw for draw.
+func (l *loop) part(s *LoopSpec, name string) (func() error, error) {
+	size, tables := s.TableSize, s.Tables
+	def := func() int64 { return int64(l.r.def(1, size)) }
+	simple := func(key string, run func(texts []string, t, n int) error) (func() error, error) {
+		texts, err := s.texts(key)
+		if err != nil {
+			return nil, err
+		}
+		n := s.Counts[key]
+		return func() error { return run(texts, l.table(tables), n) }, nil
+	}
+	switch name {
+	case "point_selects":
+		return simple(name, func(texts []string, t, n int) error {
+			for i := 0; i < n; i++ {
+				if err := l.read(texts[t], def()); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	case "range_selects":
+		if !s.RangeSelects {
+			return func() error { return nil }, nil // no draws at all, as rangeSelectsOf
+		}
+		span := int64(s.RangeSize) - 1
+		var ranges []func() error
+		for _, key := range []string{"simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges"} {
+			f, err := simple(key, func(texts []string, t, n int) error {
+				for i := 0; i < n; i++ {
+					id := def()
+					if err := l.read(texts[t], id, id+span); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			ranges = append(ranges, f)
+		}
+		return func() error {
+			for _, f := range ranges {
+				if err := f(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, nil
+	case "index_updates":
+		return simple(name, func(texts []string, t, n int) error {
+			for i := 0; i < n; i++ {
+				if err := l.write(texts[t], def()); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	case "non_index_updates":
+		return simple(name, func(texts []string, t, n int) error {
+			for i := 0; i < n; i++ {
+				c := l.r.String(s.CTemplate) // JavaScript evaluates the arguments in order: c, then id
+				if err := l.write(texts[t], c, def()); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	case "delete_inserts":
+		inserts, err := s.texts("inserts")
+		if err != nil {
+			return nil, err
+		}
+		n := s.Counts[name]
+		return simple("deletes", func(deletes []string, t, _ int) error {
+			for i := 0; i < n; i++ {
+				id, k := def(), def()
+				c, pad := l.r.String(s.CTemplate), l.r.String(s.PadTemplate)
+				if err := l.write(deletes[t], id); err != nil {
+					return err
+				}
+				if err := l.write(inserts[t], id, k, c, pad); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return nil, fmt.Errorf("k6/x/tbs: loop: part %q is not one the native loop runs", name)
+}
+
+// event runs one event: sysbench.js's bound event (inTrx around the parts).
+func (l *loop) event() error {
+	if l.trx {
+		if _, err := l.e.exec("BEGIN"); err != nil {
+			return err
+		}
+		l.n[nOthers]++
+		l.inTx = true
+	}
+	for _, p := range l.parts {
+		if err := p(); err != nil {
+			return err
+		}
+	}
+	if l.trx {
+		if _, err := l.e.exec("COMMIT"); err != nil {
+			return err
+		}
+		l.n[nOthers]++
+		l.inTx = false
+	}
+	return nil
+}
+
+// Loop makes a VU's native event loop for one step: spec is the workload, rand the VU's
+// random numbers (rand()), execer its statement runner (execer()), rec its recorder (null:
+// none), conn the conn.js Conn whose n and inTx it keeps as the JavaScript does.
+func (m *Module) Loop(spec LoopSpec, rand, execer sobek.Value, rec *Recorder, conn sobek.Value) (*sobek.Object, error) {
+	rt := m.vu.Runtime()
+	r, ok := goValue[*Rand](rand, "_rand")
+	if !ok {
+		return nil, fmt.Errorf("k6/x/tbs: loop needs the VU's rand(), got %v", rand)
+	}
+	e, ok := goValue[*Execer](execer, "_execer")
+	if !ok {
+		return nil, fmt.Errorf("k6/x/tbs: loop needs the VU's execer(), got %v", execer)
+	}
+	if conn == nil || sobek.IsNull(conn) || sobek.IsUndefined(conn) {
+		return nil, fmt.Errorf("k6/x/tbs: loop needs the VU's Conn")
+	}
+	c := conn.ToObject(rt)
+	l := &loop{r: r, e: e, rec: rec, trx: spec.Trx}
+	for _, p := range spec.Parts {
+		f, err := l.part(&spec, p)
+		if err != nil {
+			return nil, err
+		}
+		l.parts = append(l.parts, f)
+	}
+	// give JavaScript the counts (conn.n, read by conn.flush) and the transaction state
+	// (conn.inTx, read by conn.rollback) before any return
+	sync := func() {
+		n := c.Get("n").ToObject(rt)
+		for i, v := range l.n {
+			if v != 0 {
+				k := fmt.Sprint(i)
+				_ = n.Set(k, n.Get(k).ToFloat()+v)
+			}
+		}
+		l.n = [4]float64{}
+		_ = c.Set("inTx", l.inTx)
+	}
+	o := rt.NewObject()
+	// run(until, start) runs events back to back, the first from `start` (epoch ms, the
+	// previous event's end, or a failed event's start to restart it), each next one from the
+	// previous one's end, until an event ends at or after `until`: at least one event, as
+	// events.js's runEvents loop. Returns the last event's end.
+	err := o.Set("run", func(call sobek.FunctionCall) sobek.Value {
+		until := call.Argument(0).ToFloat()
+		t := call.Argument(1).ToFloat()
+		for {
+			if err := l.event(); err != nil {
+				l.errStart = t
+				sync()
+				panic(rt.NewGoError(err))
+			}
+			l.n[nTxs]++
+			if l.rec != nil {
+				t = l.rec.Done(t)
+			} else {
+				t = now()
+			}
+			if t >= until {
+				break
+			}
+		}
+		sync()
+		return rt.ToValue(t)
+	})
+	if err == nil {
+		err = o.Set("errStart", func(sobek.FunctionCall) sobek.Value { return rt.ToValue(l.errStart) })
+	}
+	return o, err
+}
+
+// goValue reads the Go object a native object of this module keeps under a hidden key.
+func goValue[T any](v sobek.Value, key string) (T, bool) {
+	var zero T
+	if v == nil || sobek.IsNull(v) || sobek.IsUndefined(v) {
+		return zero, false
+	}
+	o, ok := v.(*sobek.Object)
+	if !ok {
+		return zero, false
+	}
+	g := o.Get(key)
+	if g == nil {
+		return zero, false
+	}
+	x, ok := g.Export().(T)
+	return x, ok
+}
+
+// hide keeps Go object x on native object o under key, not enumerable (not part of the API).
+func hide(rt *sobek.Runtime, o *sobek.Object, key string, x any) error {
+	return o.DefineDataProperty(key, rt.ToValue(x), sobek.FLAG_FALSE, sobek.FLAG_FALSE, sobek.FLAG_FALSE)
+}
