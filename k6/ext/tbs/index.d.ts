@@ -61,6 +61,10 @@ export interface Tbs {
   note(name: string, text: string): void;
   /** Every note. */
   notes(): Record<string, string>;
+  /** The note called `name`, or null when there is none (without copying every note). */
+  noteText(name: string): string | null;
+  /** FNV-1a (32 bits) of `s`'s UTF-16 code units (as charCodeAt gives them). */
+  hash(s: string): number;
 
   /** CPU seconds (user + system) this process has used. */
   cpuSeconds(): number;
