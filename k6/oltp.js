@@ -1713,6 +1713,7 @@ function endStep(data) {
 }
 function setup() {
   if (o.help) return {};
+  tbs10.tuneGC();
   const sdb = openDb(o);
   const v = connectOrExplain(sdb, o);
   const info = targetInfo(sdb, v);
