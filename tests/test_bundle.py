@@ -49,8 +49,9 @@ def test_a_hand_edit_is_caught_and_bad_arguments_are_refused(tmp_path):
     shutil.copy(ROOT / "lint/package-lock.json", tmp_path / "lint/package-lock.json")
     (tmp_path / "lint/node_modules").symlink_to(ROOT / "lint/node_modules")
     (tmp_path / "k6/oltp.js").write_text((ROOT / "k6/oltp.js").read_text().replace("BATCH_MS", "BATCH_MS ", 1))
-    run = lambda *a: subprocess.run([str(tmp_path / "scripts/bundle"), *a], capture_output=True, text=True,
-                                    timeout=300)
+
+    def run(*a):
+        return subprocess.run([str(tmp_path / "scripts/bundle"), *a], capture_output=True, text=True, timeout=300)
     p = run("--check")
     assert p.returncode == 1 and "run scripts/bundle" in p.stderr and "BATCH_MS" in p.stderr, p.stderr
     p = run()
