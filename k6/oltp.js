@@ -1637,8 +1637,8 @@ function activate(data) {
   }
   w = workState(o, makeRand(o, stepIdx * 1048576 + threadId), threadId, threads);
   const seed = o.rand_seed || hashText(data.testid);
-  event = bindEvent(o.workload, conn, w);
   loop = o.native_loop ? nativeLoop(o.workload, conn, w, rec) : null;
+  event = loop ? null : bindEvent(o.workload, conn, w);
   w.unique = tbs10.unique(`${data.testid}/unique`, seed, (seed ^ 1540483477) >>> 0, data.instances || 1, data.lane || 0);
   const tags = exec4.vu.metrics.tags;
   tags.testid = data.testid;

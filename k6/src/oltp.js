@@ -118,8 +118,8 @@ function activate(data) {
   const seed = o.rand_seed || hashText(data.testid);
   // one sequence for the whole run (sysbench's is global): no id is given twice, in any
   // step or by any load generator (lanes interleave the instances' indices)
-  event = bindEvent(o.workload, conn, w);
   loop = o.native_loop ? nativeLoop(o.workload, conn, w, rec) : null; // null: not a workload it runs
+  event = loop ? null : bindEvent(o.workload, conn, w); // the JavaScript event, where the loop does not run
   w.unique = tbs.unique(`${data.testid}/unique`, seed, (seed ^ 0x5bd1e995) >>> 0, data.instances || 1, data.lane || 0);
   const tags = exec.vu.metrics.tags;
   tags.testid = data.testid;
