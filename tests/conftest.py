@@ -82,6 +82,18 @@ def password():
     return (STATE / "secrets" / "sbtest").read_text().strip()
 
 
+def sysbench_password_option():
+    """sysbench's password as its --config-file option: a private file (0600) beside the secret,
+    so the password is never in a process' arguments (tools/bench does the same)."""
+    path = STATE / "secrets" / "sysbench.conf"
+    text = f"mysql-password={password()}\n"
+    if not path.exists() or path.read_text() != text:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+    return f"--config-file={path}"
+
+
 @pytest.fixture(scope="session")
 def stack():
     """The local stack with both targets; `up` is idempotent, so this also works alone."""

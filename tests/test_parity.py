@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TARGETS, fresh_db, k6, password, run_testid, sql, summary
+from conftest import TARGETS, fresh_db, k6, run_testid, sql, summary, sysbench_password_option
 from tidbbench import contract
 
 SYSBENCH_LUA = Path("/usr/share/sysbench")
@@ -30,7 +30,7 @@ def sysbench_has(workload):
 
 def sysbench_run(workload, target, db, opts):
     args = ["sysbench", workload, "--db-driver=mysql", "--mysql-host=127.0.0.1",
-            f"--mysql-port={TARGETS[target]}", "--mysql-user=sbtest", f"--mysql-password={password()}",
+            f"--mysql-port={TARGETS[target]}", "--mysql-user=sbtest", sysbench_password_option(),
             f"--mysql-db={db}", f"--time={SECONDS}"]
     for k, v in opts.items():
         # sysbench's own options take dashes; the Lua scripts' options are declared with underscores

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import TARGETS, fresh_db, k6, password, prom, prom_wait, rows_read, run_testid, sql, summary, userstat
+from conftest import TARGETS, fresh_db, k6, prom, prom_wait, rows_read, run_testid, sql, summary, sysbench_password_option, userstat
 
 pytestmark = pytest.mark.full
 
@@ -101,7 +101,7 @@ def test_each_step_has_exactly_its_threads_connected(stack, target):
 
 def sysbench(workload, db, *opts, port=3306):
     args = ["sysbench", workload, "--db-driver=mysql", "--mysql-host=127.0.0.1", f"--mysql-port={port}",
-            "--mysql-user=sbtest", f"--mysql-password={password()}", f"--mysql-db={db}", *opts, "run"]
+            "--mysql-user=sbtest", sysbench_password_option(), f"--mysql-db={db}", *opts, "run"]
     p = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     return p.stdout

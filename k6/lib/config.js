@@ -16,6 +16,10 @@ import { RAND_TYPES } from './rand.js';
 // load-generating VU reads only its options (vuOptions: parsed once per process), the timing
 // and one workload: so each part is parsed in a VU when it is first read (CONTRACT's getters).
 const WHOLE = __ENV.help !== undefined;
+// k6 resolves open() from the file that calls it: this one (k6/lib/), or k6/oltp.js, the bundle
+// scripts/bundle makes of k6/src/oltp.js and k6/lib/, which defines TBS_CONTRACT_FILE.
+// eslint-disable-next-line no-undef
+const CONTRACT_FILE = typeof TBS_CONTRACT_FILE === 'string' ? TBS_CONTRACT_FILE : '../contract.json';
 const SLIM_NOTE = 'contract/slim/';
 const PARTS = ['workloads', 'testid', 'options', 'presets', 'timing'];
 
@@ -26,9 +30,9 @@ function slim(c) {
 }
 
 let whole = null; // -e help=1: the whole file
-if (WHOLE) whole = JSON.parse(open('../contract.json'));
-else if (tbs.notes()[`${SLIM_NOTE}timing`] === undefined) {
-  const s = slim(JSON.parse(open('../contract.json')));
+if (WHOLE) whole = JSON.parse(open(CONTRACT_FILE));
+else if (tbs.noteText(`${SLIM_NOTE}timing`) === null) {
+  const s = slim(JSON.parse(open(CONTRACT_FILE)));
   for (const k of PARTS) tbs.note(SLIM_NOTE + k, JSON.stringify(s[k])); // the first write wins: every VU gets the same text
 }
 
@@ -39,7 +43,7 @@ for (const k of PARTS) {
   Object.defineProperty(CONTRACT, k, {
     enumerable: true,
     get: () => {
-      if (v === undefined) v = whole ? (k === 'options' ? slim(whole).options : whole[k]) : JSON.parse(tbs.notes()[SLIM_NOTE + k]);
+      if (v === undefined) v = whole ? (k === 'options' ? slim(whole).options : whole[k]) : JSON.parse(tbs.noteText(SLIM_NOTE + k));
       return v;
     },
   });
@@ -183,18 +187,17 @@ export function parseOptions(env) {
 // environment it came from does.
 export function vuOptions(env) {
   const name = `options/${hashText(JSON.stringify(Object.keys(env).sort().map((k) => [k, env[k]])))}`; // __ENV's key order varies
-  const text = tbs.notes()[name];
-  if (text !== undefined) return JSON.parse(text);
+  const text = tbs.noteText(name);
+  if (text !== null) return JSON.parse(text);
   const o = parseOptions(env);
   tbs.note(name, JSON.stringify(o));
   return o;
 }
 
-// FNV-1a of s (32 bits).
+// FNV-1a of s (32 bits, over its UTF-16 code units), native (k6/x/tbs hash.go): every VU hashes
+// its whole environment, a third of a VU's init CPU when the loop ran in JavaScript.
 export function hashText(s) {
-  let h = 2166136261;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
-  return h >>> 0;
+  return tbs.hash(s);
 }
 
 // optionHelp() -> the options, their defaults and help, one per line (`-e help=1`).

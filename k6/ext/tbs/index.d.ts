@@ -61,6 +61,10 @@ export interface Tbs {
   note(name: string, text: string): void;
   /** Every note. */
   notes(): Record<string, string>;
+  /** The note called `name`, or null when there is none (without copying every note). */
+  noteText(name: string): string | null;
+  /** FNV-1a (32 bits) of `s`'s UTF-16 code units (as charCodeAt gives them). */
+  hash(s: string): number;
 
   /** CPU seconds (user + system) this process has used. */
   cpuSeconds(): number;
@@ -68,6 +72,8 @@ export interface Tbs {
   rssBytes(): number;
   /** The CPUs this process may run on. */
   cores(): number;
+  /** Sets the Go collector's target (GOGC) to 50 for the run, unless GOGC is set; returns the target in effect. */
+  tuneGC(): number;
 
   /** A VU's statement runner on an xk6-sql database (native functions: no reflection wrapper per statement). */
   execer(): Execer;

@@ -34,3 +34,14 @@ func copyOf[V any](r *root, from *map[string]V) map[string]V {
 	}
 	return out
 }
+
+// NoteText returns the note called name, or null when there is none: one note, without
+// copying every note into a new object as notes() does (a VU reads a few at init).
+func (m *Module) NoteText(name string) any {
+	m.r.mu.Lock()
+	defer m.r.mu.Unlock()
+	if t, ok := m.r.notes[name]; ok {
+		return t
+	}
+	return nil
+}

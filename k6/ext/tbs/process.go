@@ -3,6 +3,7 @@ package tbs
 import (
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,3 +38,26 @@ func (m *Module) RssBytes() float64 {
 
 // Cores is the number of CPUs the process may run on (its affinity mask at start).
 func (m *Module) Cores() int { return runtime.NumCPU() }
+
+// RunGCPercent is the collector's target once the VUs run (GOGC, 100 by default): at 50 the
+// heap grows to 1.5 times what is live before a collection, not 2. A VU's state is made at
+// init and then mostly stays (its runtime, modules, connection), so what a collection marks is
+// nearly the same each time and little is freed: the default's headroom was a third of k6's
+// resident memory at 128 threads, and collecting twice as often costs about 1% of CPU
+// (docs/bench.md, issue 31).
+const RunGCPercent = 50
+
+// TuneGC sets the collector's target to RunGCPercent for the run, unless the user set GOGC
+// (then theirs stays); it returns the target in effect. oltp.js calls it in setup(), which k6
+// runs once every VU is initialized: during init the heap only grows, and collecting more
+// often there would cost CPU and save nothing.
+func (m *Module) TuneGC() int {
+	if v, ok := os.LookupEnv("GOGC"); ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+		return 100 // GOGC=off or a bad value: the runtime's own handling stands
+	}
+	debug.SetGCPercent(RunGCPercent)
+	return RunGCPercent
+}
