@@ -1,6 +1,7 @@
 package jstest
 
 import (
+	"database/sql/driver"
 	"fmt"
 	"reflect"
 	"strings"
@@ -120,6 +121,23 @@ func failAt(s *server, msg string, at ...int) {
 	}
 }
 
+// failBadConnAt makes the statements numbered in `at` fail with driver.ErrBadConn (the driver
+// is sure nothing was sent): database/sql retries such a statement on a new connection, on the
+// JavaScript path through the pool and on the native loop's batch (k6/ext/tbs batch.go) by
+// giving its connection back and sending the statement through the pool.
+func failBadConnAt(s *server, at ...int) {
+	n := 0
+	s.failure = func(string) error {
+		n++
+		for _, a := range at {
+			if n == a {
+				return driver.ErrBadConn
+			}
+		}
+		return nil
+	}
+}
+
 func compareLoop(t *testing.T, env map[string]string, events int, setup func(*server)) {
 	t.Helper()
 	js := startLoopRun(t, env, false)
@@ -179,6 +197,18 @@ func TestNativeLoopHandlesErrorsAsTheJavaScript(t *testing.T) {
 				compareLoop(t, env, 12, func(s *server) { countingAffect(s); failAt(s, c.msg, 2, 9, 10, 31) })
 			})
 		}
+	}
+}
+
+// TestNativeLoopRetriesABadConnectionAsTheJavaScript: a statement that fails with
+// driver.ErrBadConn in the middle of the loop's batch is sent again on a new connection, as
+// database/sql does for the JavaScript path (twice in a row too: 9 and 10), and the events go on.
+func TestNativeLoopRetriesABadConnectionAsTheJavaScript(t *testing.T) {
+	for _, w := range loopWorkloads {
+		env := map[string]string{"workload": w, "rand_seed": "13", "tables": "2", "table_size": "500"}
+		t.Run(w, func(t *testing.T) {
+			compareLoop(t, env, 12, func(s *server) { countingAffect(s); failBadConnAt(s, 2, 9, 10, 31) })
+		})
 	}
 }
 

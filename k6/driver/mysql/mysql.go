@@ -35,6 +35,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -187,6 +188,10 @@ type Conn struct {
 	// the pool after every statement, so that probe would cost one syscall per query
 	// (sysbench has none). It runs only when the connection sat idle for staleAfter.
 	lastUse time.Time
+	// a batch (batch.go): its context, whether that was canceled, and its watcher's stop
+	batchCtx  context.Context
+	fired     atomic.Bool
+	stopWatch func() bool
 }
 
 // staleAfter: an idle connection older than this is probed before use.

@@ -10,8 +10,9 @@ package tbs
 // k6/lib/events.js runLoop calls run() once per flush interval. What the loop does is what
 // sysbench.js's bound event does, in the same order: the same random stream (rand.go, the
 // VU's own Rand) draws the table, then per statement its ids and strings, with a part whose
-// count is 0 still drawing its table; the statements go through the VU's Execer (exec.go:
-// the same pool, context and arguments: whole numbers as int64, as sobek exports them);
+// count is 0 still drawing its table; the statements go to the VU's Execer's pool, a run()
+// at a time on the connection the pool holds (batch.go: the same connection, prepared
+// statements, context and arguments: whole numbers as int64, as sobek exports them);
 // queries are counted by kind as the JavaScript counts them (reads; writes when rows changed,
 // else other; BEGIN and COMMIT other) and each event's latency goes to the VU's Recorder.
 //
@@ -52,6 +53,7 @@ type loop struct {
 	r        *Rand
 	e        *Execer
 	rec      *Recorder // nil: the clock only (tests)
+	b        batch     // the statements of one run() (batch.go)
 	trx      bool
 	parts    []func() error
 	n        [4]float64 // counts since the last return to JavaScript
@@ -72,7 +74,7 @@ func (l *loop) table(tables float64) int { return int(l.r.Uniform(1, tables)) }
 
 // read runs a statement that returns rows (a read).
 func (l *loop) read(q string, args ...any) error {
-	if _, err := l.e.exec(q, args...); err != nil {
+	if _, err := l.b.exec(q, txNone, args...); err != nil {
 		return err
 	}
 	l.n[nReads]++
@@ -81,7 +83,7 @@ func (l *loop) read(q string, args ...any) error {
 
 // write runs a statement counted as a write when it changed rows, else as other.
 func (l *loop) write(q string, args ...any) error {
-	res, err := l.e.exec(q, args...)
+	res, err := l.b.exec(q, txNone, args...)
 	if err != nil {
 		return err
 	}
@@ -193,7 +195,7 @@ func (l *loop) part(s *LoopSpec, name string) (func() error, error) {
 // event runs one event: sysbench.js's bound event (inTrx around the parts).
 func (l *loop) event() error {
 	if l.trx {
-		if _, err := l.e.exec("BEGIN"); err != nil {
+		if _, err := l.b.exec("BEGIN", txBegin); err != nil {
 			return err
 		}
 		l.n[nOthers]++
@@ -205,13 +207,36 @@ func (l *loop) event() error {
 		}
 	}
 	if l.trx {
-		if _, err := l.e.exec("COMMIT"); err != nil {
+		if _, err := l.b.exec("COMMIT", txEnd); err != nil {
 			return err
 		}
 		l.n[nOthers]++
 		l.inTx = false
 	}
 	return nil
+}
+
+// run runs events from t until one ends at or after until (see run() in Loop) on one batch of
+// the VU's connection, given back before it returns. Returns the last event's end, or the
+// error of an event, whose start is then errStart.
+func (l *loop) run(until, t float64) (float64, error) {
+	l.b.e, l.b.ctx = l.e, l.e.m.vu.Context()
+	defer l.b.end(nil)
+	for {
+		if err := l.event(); err != nil {
+			l.errStart = t
+			return t, err
+		}
+		l.n[nTxs]++
+		if l.rec != nil {
+			t = l.rec.Done(t)
+		} else {
+			t = now()
+		}
+		if t >= until {
+			return t, nil
+		}
+	}
 }
 
 // Loop makes a VU's native event loop for one step: spec is the workload, rand the VU's
@@ -258,25 +283,11 @@ func (m *Module) Loop(spec LoopSpec, rand, execer sobek.Value, rec *Recorder, co
 	// previous one's end, until an event ends at or after `until`: at least one event, as
 	// events.js's runEvents loop. Returns the last event's end.
 	err := o.Set("run", func(call sobek.FunctionCall) sobek.Value {
-		until := call.Argument(0).ToFloat()
-		t := call.Argument(1).ToFloat()
-		for {
-			if err := l.event(); err != nil {
-				l.errStart = t
-				sync()
-				panic(rt.NewGoError(err))
-			}
-			l.n[nTxs]++
-			if l.rec != nil {
-				t = l.rec.Done(t)
-			} else {
-				t = now()
-			}
-			if t >= until {
-				break
-			}
-		}
+		t, err := l.run(call.Argument(0).ToFloat(), call.Argument(1).ToFloat())
 		sync()
+		if err != nil {
+			panic(rt.NewGoError(err))
+		}
 		return rt.ToValue(t)
 	})
 	if err == nil {
