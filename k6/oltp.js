@@ -1713,7 +1713,7 @@ function endStep(data) {
 }
 function setup() {
   if (o.help) return {};
-  tbs10.tuneGC();
+  tbs10.tuneGC(Math.max(...o.threads));
   const sdb = openDb(o);
   const v = connectOrExplain(sdb, o);
   const info = targetInfo(sdb, v);

@@ -198,8 +198,8 @@ function endStep(data) {
 export function setup() {
   if (o.help) return {};
   // every VU is initialized: from here the heap is mostly their state, kept at 1.5x what is live
-  // instead of 2x (k6/x/tbs process.go; GOGC set by the user wins)
-  tbs.tuneGC();
+  // instead of 2x in runs of 100 threads or more (k6/x/tbs process.go; GOGC set by the user wins)
+  tbs.tuneGC(Math.max(...o.threads));
   const sdb = openDb(o);
   const v = connectOrExplain(sdb, o);
   const info = targetInfo(sdb, v);

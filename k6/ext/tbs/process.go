@@ -39,24 +39,31 @@ func (m *Module) RssBytes() float64 {
 // Cores is the number of CPUs the process may run on (its affinity mask at start).
 func (m *Module) Cores() int { return runtime.NumCPU() }
 
-// RunGCPercent is the collector's target once the VUs run (GOGC, 100 by default): at 50 the
-// heap grows to 1.5 times what is live before a collection, not 2. A VU's state is made at
-// init and then mostly stays (its runtime, modules, connection), so what a collection marks is
-// nearly the same each time and little is freed: the default's headroom was a third of k6's
-// resident memory at 128 threads, and collecting twice as often costs about 1% of CPU
-// (docs/bench.md, issue 31).
-const RunGCPercent = 50
+// RunGCPercent is the collector's target once the VUs of a run with at least ManyThreads
+// threads run (GOGC, 100 by default): at 50 the heap grows to 1.5 times what is live before a
+// collection, not 2. A VU's state is made at init and then mostly stays (its runtime, modules,
+// connection), so a collection frees little: at 128 threads the default's headroom was a
+// third of k6's resident memory. Collecting twice as often costs client CPU (point select at
+// 64 threads: +11% per query, k6 alone, interleaved; docs/bench.md), so runs of fewer threads,
+// where memory is small and the client's CPU per query is what limits it, keep the default.
+const (
+	RunGCPercent = 50
+	ManyThreads  = 100
+)
 
-// TuneGC sets the collector's target to RunGCPercent for the run, unless the user set GOGC
-// (then theirs stays); it returns the target in effect. oltp.js calls it in setup(), which k6
-// runs once every VU is initialized: during init the heap only grows, and collecting more
-// often there would cost CPU and save nothing.
-func (m *Module) TuneGC() int {
+// TuneGC sets the collector's target to RunGCPercent for a run whose largest step has
+// `threads` >= ManyThreads, unless the user set GOGC (then theirs stays); it returns the target
+// in effect. oltp.js calls it in setup(), which k6 runs once every VU is initialized: during
+// init the heap only grows, and collecting more often there would cost CPU and save nothing.
+func (m *Module) TuneGC(threads int) int {
 	if v, ok := os.LookupEnv("GOGC"); ok {
 		if n, err := strconv.Atoi(v); err == nil {
 			return n
 		}
 		return 100 // GOGC=off or a bad value: the runtime's own handling stands
+	}
+	if threads < ManyThreads {
+		return 100
 	}
 	debug.SetGCPercent(RunGCPercent)
 	return RunGCPercent
