@@ -21,10 +21,7 @@ package mysql
 import (
 	"context"
 	"database/sql/driver"
-	"errors"
 	"time"
-
-	gomysql "github.com/go-sql-driver/mysql"
 )
 
 // The transaction effect of a batch statement (ExecBatch's tx).
@@ -77,11 +74,7 @@ func (c *Conn) ExecBatch(query string, args []driver.Value, tx int) (driver.Resu
 		return nil, c.batchCtx.Err()
 	}
 	if err != nil {
-		if c.inTx && (errors.Is(err, driver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn)) {
-			c.inTx, c.lost = false, true
-			return nil, errLostInTx
-		}
-		return nil, err
+		return nil, c.failed(err)
 	}
 	switch tx {
 	case TxBegin:

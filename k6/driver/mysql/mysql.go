@@ -201,17 +201,24 @@ const staleAfter = time.Second
 var errLostInTx = &gomysql.MySQLError{Number: 2013, SQLState: [5]byte{'H', 'Y', '0', '0', '0'},
 	Message: "Lost connection to server during transaction (not retried on a new connection)"}
 
+// failed is what a statement's error becomes: a lost connection (bad or invalid) inside a
+// transaction turns into 2013 and the connection is never reused, so that database/sql does
+// not retry the statement elsewhere and the script restarts the event (track and ExecBatch).
+func (c *Conn) failed(err error) error {
+	if c.inTx && (errors.Is(err, driver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn)) {
+		c.inTx, c.lost = false, true
+		return errLostInTx
+	}
+	return err
+}
+
 // track follows BEGIN / COMMIT / ROLLBACK sent as text, and turns a lost connection (bad or
 // invalid connection) inside a transaction into 2013, so that database/sql does not retry
 // the statement elsewhere and the script restarts the event.
 func (c *Conn) track(query string, err error) error {
 	c.lastUse = time.Now()
 	if err != nil {
-		if c.inTx && (errors.Is(err, driver.ErrBadConn) || errors.Is(err, gomysql.ErrInvalidConn)) {
-			c.inTx, c.lost = false, true
-			return errLostInTx
-		}
-		return err
+		return c.failed(err)
 	}
 	q := strings.TrimSpace(query)
 	if len(q) > 17 {
