@@ -1262,7 +1262,10 @@ function flushBulk(conn2, w2) {
   const sql3 = w2.bulkPrefix + w2.bulkRows.join(",");
   w2.bulkRows = [];
   w2.bulkLen = w2.bulkPrefix.length;
-  conn2.text(sql3);
+  conn2.n[WRITES]++;
+  conn2.flush();
+  if (w2.bulkMark) w2.bulkMark.max(w2.bulkSize);
+  conn2.exn(sql3);
 }
 function preparedStatements(o2) {
   const d = workloadOf(o2.workload);
@@ -1650,8 +1653,9 @@ function activate(data) {
   rec.use(null, null);
   const connected = connectUntil(conn, w.prepared, latest);
   if (connected && o.workload === "bulk_insert") {
+    w.bulkMark = tbs10.counter(`${data.testid}/bulk/sbtest${threadId + 1}`);
     const r = conn.db.query(`SELECT COALESCE(MAX(id), 0) AS m FROM sbtest${threadId + 1}`);
-    w.bulkSize = Number(asText(r[0].m || r[0].M)) || 0;
+    w.bulkSize = Math.max(Number(asText(r[0].m || r[0].M)) || 0, w.bulkMark.get());
   }
   hist = tbs10.histogram(histName(data.testid, threads));
   respHist = o.rate ? tbs10.histogram(histName(data.testid, threads, "response")) : null;

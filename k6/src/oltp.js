@@ -133,9 +133,12 @@ function activate(data) {
   const connected = connectUntil(conn, w.prepared, latest);
   if (connected && o.workload === 'bulk_insert') {
     // sysbench's bulk_insert numbers rows from 1 in every run; a step goes on after the
-    // ids earlier steps (or runs) wrote, so no key is inserted twice.
+    // ids earlier steps (or runs) wrote, so no key is inserted twice: after the table's
+    // MAX(id), and after the ids this process gave out for the table (a statement of the
+    // last step may still be running on the server: flushBulk)
+    w.bulkMark = tbs.counter(`${data.testid}/bulk/sbtest${threadId + 1}`);
     const r = conn.db.query(`SELECT COALESCE(MAX(id), 0) AS m FROM sbtest${threadId + 1}`);
-    w.bulkSize = Number(asText(r[0].m || r[0].M)) || 0;
+    w.bulkSize = Math.max(Number(asText(r[0].m || r[0].M)) || 0, w.bulkMark.get());
   }
   hist = tbs.histogram(histName(data.testid, threads));
   respHist = o.rate ? tbs.histogram(histName(data.testid, threads, 'response')) : null;

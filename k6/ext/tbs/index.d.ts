@@ -179,6 +179,8 @@ export interface Barrier {
 export interface Counter {
   /** Adds `n`; returns the new value. */
   add(n: number): number;
+  /** Raises the value to `n` if it is lower; returns the value. */
+  max(n: number): number;
   get(): number;
 }
 
