@@ -76,6 +76,8 @@ def test_scripts_k6_wires_the_dashboard_to_localhost(tmp_path):
     assert got["K6_WEB_DASHBOARD_HOST"] == "127.0.0.1"
     assert got["XK6_DASHBOARD_CONFIG"] == str(CONFIG)
     assert got["K6_WEB_DASHBOARD_TAGS"] == "kind,threads" and got["K6_WEB_DASHBOARD_PERIOD"] == "2s"
+    # and says what the dashboard costs (docs/dashboards.md)
+    assert "web dashboard keeps every latency sample of the run and sorts them all every 2s" in p.stderr, p.stderr
     # the export's name (<results_dir>/<testid>-web-dashboard.html) is the launcher core's
     # (k6/ext/launch, TestWebExport); the live test below opens the file a real run saved
     # without K6_WEB_DASHBOARD nothing is set
@@ -83,6 +85,7 @@ def test_scripts_k6_wires_the_dashboard_to_localhost(tmp_path):
     p = subprocess.run([str(ROOT / "scripts/k6"), "run", "-e", f"results_dir={tmp_path}", "oltp.js"],
                        capture_output=True, text=True, env=env, cwd=ROOT / "k6", timeout=60)
     assert p.returncode == 0 and "K6_WEB_DASHBOARD_EXPORT" not in p.stdout, p.stdout
+    assert "web dashboard" not in p.stderr, p.stderr
 
 
 def wait_port(port, proc, timeout=60):
