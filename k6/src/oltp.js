@@ -190,7 +190,7 @@ function nextStepStart(threads, data) {
 // thread_done), and the connection is closed, so the next step starts with fresh ones.
 function endStep(data) {
   if (w && o.workload === 'bulk_insert' && conn.db) {
-    try { flushBulk(conn, w); } catch (_) { /* counted by the next step's own connection */ }
+    try { flushBulk(conn, w); } catch (_) { /* counted when it went out (flushBulk); the step is over */ }
     conn.flush();
   }
   tbs.mark(`${histName(data.testid, Number(stepTag))}/cpu_end`, tbs.cpuSeconds());
