@@ -83,7 +83,9 @@ def test_bench_soak_rss(stack):
     out = p.stdout + p.stderr
     assert p.returncode == 0, out
     assert_line(out, rf"^soak-rss: tidb oltp_point_select 2 threads, 6 s at full speed \(QPS {NUM}, remote write on\), "
-                     rf"RSS sampled every 0.5 s: {NUM} MiB at minute {NUM}, {NUM} MiB at minute {NUM}: growth {NUM}%")
+                     rf"RSS sampled every 0.5 s: mean {NUM} MiB over minute {NUM}-{NUM} \(\d+ samples\), {NUM} MiB over minute "
+                     rf"{NUM}-{NUM} \(\d+\): growth {NUM}% \(target <= 10%: (ok|SHORT)\); RssAnon {NUM} -> {NUM} MiB, "
+                     rf"RssFile {NUM} -> {NUM} MiB; peak {NUM} MiB")
     assert_line(out, r"^conditions: ")
 
 

@@ -21,7 +21,8 @@ Figures (--figures, default runs,tax,scale,setup; prepare and the --soak-rss mod
   prepare  rows/s of prepare, ours/sysbench (4 threads), and the ceiling for a client that costs
            nothing.
   --soak-rss [--minutes 10]: only this: k6's RSS (/proc, every --soak-interval s) over a
-           full-speed oltp_point_select run, at minute min(2, minutes/3) and at the end.
+           full-speed oltp_point_select run: its mean over the minute around minute
+           min(2, minutes/3) against its mean over the last minute (RssAnon and RssFile beside).
 
 It prints the command line and the conditions (cores, pinning, GOMAXPROCS, load, and at the end
 how much CPU other processes took: a busy machine makes the figures noisy) with its figures.
@@ -373,30 +374,46 @@ def figure_tax(target, a, threads):
 
 
 def soak(target, a):
+    """k6's resident memory over a --minutes full-speed point select. The figure compares two
+    one-minute means (the samples within 30 s of minute min(2, minutes/3), and the last minute
+    of the load), not two samples: Go's collector makes a sawtooth of several MiB that two
+    samples can catch anywhere (docs/bench.md). VmRSS is the figure; RssAnon (what the process
+    allocated) and RssFile (the binary's pages, filled in as code runs) say which part moved."""
     secs = max(1, round(a.minutes * 60))
     early = min(2.0, a.minutes / 3) * 60
+    half = min(30.0, early / 2)
     samples = []
 
     def probe(pid):
-        r = bk.rss_mib(pid)
-        if r is not None:
-            samples.append((time.time(), r))
+        m = bk.mem_mib(pid)
+        if "VmRSS" in m:
+            samples.append((time.time(), m))
     out, _, _, peak = run(k6_cmd("oltp.js", target, {"tables": a.tables, "table_size": a.table_size,
                                                      "threads": a.threads[0], "time": secs}),
                           k6_env(remote_write=True), probe=probe, interval=a.soak_interval)
     step = k6_result(out)["steps"][0]
     m0 = step["window"]["measure_start"] / 1000
     m1 = step["window"]["measure_end"] / 1000
-    load = [(t - m0, r) for t, r in samples if m0 <= t <= m1 + a.soak_interval / 2]
-    if not load:
-        sys.exit("error: no RSS sample inside the run's load window (the run was shorter than --soak-interval?)")
-    at = lambda s: min(load, key=lambda x: abs(x[0] - s))  # noqa: E731
-    (t1, r1), (t2, r2) = at(early), load[-1]
+    load = [(t - m0, m) for t, m in samples if m0 <= t <= m1 + a.soak_interval / 2]
+    first = [m for t, m in load if abs(t - early) <= half]
+    end = load[-1][0] if load else 0
+    last = [m for t, m in load if t >= end - 2 * half and t > early + half]
+    if not first or not last:
+        sys.exit(f"error: too few memory samples in the run's load window ({len(load)} every {a.soak_interval:g} s, "
+                 f"{len(first)} around minute {early / 60:.2f} and {len(last)} in the last minute): "
+                 f"use more --minutes or a shorter --soak-interval")
+
+    def mean(ms, k):
+        v = [m[k] for m in ms if k in m]
+        return sum(v) / len(v) if v else float("nan")
+    r1, r2 = mean(first, "VmRSS"), mean(last, "VmRSS")
     g = (r2 / r1 - 1) * 100
+    parts = ", ".join(f"{k} {mean(first, k):.1f} -> {mean(last, k):.1f} MiB" for k in ("RssAnon", "RssFile"))
     print(f"soak-rss: {target} oltp_point_select {a.threads[0]} threads, {secs} s at full speed (QPS {step['qps']:.0f}, "
-          f"remote write on), RSS sampled every {a.soak_interval:g} s: {r1:.1f} MiB at minute {t1 / 60:.2f}, "
-          f"{r2:.1f} MiB at minute {t2 / 60:.2f}: growth {g:+.1f}% (target <= 10%: {verdict(g <= 10)}); peak {peak:.1f} MiB",
-          flush=True)
+          f"remote write on), RSS sampled every {a.soak_interval:g} s: mean {r1:.1f} MiB over minute "
+          f"{(early - half) / 60:.2f}-{(early + half) / 60:.2f} ({len(first)} samples), {r2:.1f} MiB over minute "
+          f"{(end - 2 * half) / 60:.2f}-{end / 60:.2f} ({len(last)}): growth {g:+.1f}% (target <= 10%: {verdict(g <= 10)}); "
+          f"{parts}; peak {peak:.1f} MiB", flush=True)
 
 
 # ---------------------------------------------------------------- main

@@ -107,13 +107,22 @@ def process_cpu_seconds(pid):
 
 
 def rss_mib(pid):
+    return mem_mib(pid).get("VmRSS")
+
+
+def mem_mib(pid):
+    """A running process' resident memory in MiB from /proc/PID/status: VmRSS, and its parts
+    RssAnon (heap, stacks: what the process made) and RssFile (mapped files: the binary's pages,
+    which fill in as its code runs); {} when it is gone."""
+    out = {}
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
+            key = line.split(":", 1)[0]
+            if key in ("VmRSS", "RssAnon", "RssFile"):
+                out[key] = int(line.split()[1]) / 1024
     except (FileNotFoundError, ProcessLookupError):
         pass
-    return None
+    return out
 
 
 class Conditions:
