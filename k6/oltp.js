@@ -1595,6 +1595,7 @@ if (o.report_interval) rec.tally(tally);
 var now = () => tbs10.now();
 var scenario = "";
 var scenarioInfo = null;
+var vuTags = null;
 var w = null;
 var event = null;
 var loop = null;
@@ -1621,8 +1622,8 @@ function activate(data) {
   scenario = scenarioInfo.name;
   const threads = Number(scenario.slice(1));
   const stepIdx = o.threads.indexOf(threads);
-  const threadId = exec4.scenario.iterationInTest;
-  const start = exec4.scenario.startTime;
+  const threadId = scenarioInfo.iterationInTest;
+  const start = scenarioInfo.startTime;
   const latest = start + connectSeconds(o, threads) * 1e3;
   const parties = gateParties(o, data, threads);
   const gates = parties ? gateNames(data.testid, threads) : null;
@@ -1643,7 +1644,8 @@ function activate(data) {
   loop = o.native_loop ? nativeLoop(o.workload, conn, w, rec) : null;
   event = loop ? null : bindEvent(o.workload, conn, w);
   w.unique = tbs10.unique(`${data.testid}/unique`, seed, (seed ^ 1540483477) >>> 0, data.instances || 1, data.lane || 0);
-  const tags = exec4.vu.metrics.tags;
+  if (!vuTags) vuTags = exec4.vu.metrics.tags;
+  const tags = vuTags;
   tags.testid = data.testid;
   tags.workload = o.workload;
   tags.version = data.version;
@@ -1694,7 +1696,7 @@ function activate(data) {
 }
 function startMeasuring(data) {
   warming = false;
-  exec4.vu.metrics.tags.warmup = "false";
+  vuTags.warmup = "false";
   rec.use(hist, respHist);
   tbs10.mark(`${histName(data.testid, Number(stepTag))}/cpu_start`, tbs10.cpuSeconds());
   nextCheck = nextStepStart(Number(stepTag), data);

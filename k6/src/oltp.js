@@ -68,6 +68,7 @@ if (o.report_interval) rec.tally(tally);
 const now = () => tbs.now();
 let scenario = '';
 let scenarioInfo = null; // exec.scenario, built once per VU (its accessors read live state)
+let vuTags = null; // exec.vu.metrics.tags, read once per VU (the same object every time)
 let w = null;
 let event = null; // the step's event (sysbench.js bindEvent), made by activate
 let loop = null; // or its native loop (native_loop, the default: sysbench.js nativeLoop), made by activate
@@ -100,8 +101,8 @@ function activate(data) {
   scenario = scenarioInfo.name;
   const threads = Number(scenario.slice(1));
   const stepIdx = o.threads.indexOf(threads);
-  const threadId = exec.scenario.iterationInTest;
-  const start = exec.scenario.startTime;
+  const threadId = scenarioInfo.iterationInTest; // its accessors read the current scenario's state
+  const start = scenarioInfo.startTime;
   const latest = start + connectSeconds(o, threads) * 1000; // the load's start at the latest
   const parties = gateParties(o, data, threads);
   const gates = parties ? gateNames(data.testid, threads) : null;
@@ -121,7 +122,8 @@ function activate(data) {
   loop = o.native_loop ? nativeLoop(o.workload, conn, w, rec) : null; // null: not a workload it runs
   event = loop ? null : bindEvent(o.workload, conn, w); // the JavaScript event, where the loop does not run
   w.unique = tbs.unique(`${data.testid}/unique`, seed, (seed ^ 0x5bd1e995) >>> 0, data.instances || 1, data.lane || 0);
-  const tags = exec.vu.metrics.tags;
+  if (!vuTags) vuTags = exec.vu.metrics.tags; // exec.vu builds a new object at every read
+  const tags = vuTags;
   tags.testid = data.testid;
   tags.workload = o.workload;
   tags.version = data.version;
@@ -173,7 +175,7 @@ function activate(data) {
 
 function startMeasuring(data) {
   warming = false;
-  exec.vu.metrics.tags.warmup = 'false';
+  vuTags.warmup = 'false';
   rec.use(hist, respHist);
   tbs.mark(`${histName(data.testid, Number(stepTag))}/cpu_start`, tbs.cpuSeconds());
   nextCheck = nextStepStart(Number(stepTag), data);
