@@ -52,6 +52,14 @@ function slim(c) {
   for (const [name, spec] of Object.entries(c.options)) options2[name] = [spec.type, spec.default, spec.valid || null];
   return { workloads: c.workloads, testid: c.testid, options: options2, presets: c.presets, timing: c.timing };
 }
+function workloadSpec(name) {
+  if (whole) return whole.workloads[name];
+  if (!(name in workloadSpecs)) {
+    const text2 = tbs2.noteText(`${WORKLOAD_NOTE}${name}`);
+    workloadSpecs[name] = text2 === null ? void 0 : JSON.parse(text2);
+  }
+  return workloadSpecs[name];
+}
 function bad(name, value, valid) {
   return new OptionError(`invalid option ${name}=${value === "" ? "(empty)" : value}: ${valid}`);
 }
@@ -199,7 +207,7 @@ function parseOptions(env) {
   return o2;
 }
 function vuOptions(env) {
-  const name = `options/${hashText(JSON.stringify(Object.keys(env).sort().map((k) => [k, env[k]])))}`;
+  const name = `options/${tbs2.envKey(env)}`;
   const text2 = tbs2.noteText(name);
   if (text2 !== null) return JSON.parse(text2);
   const o2 = parseOptions(env);
@@ -224,19 +232,21 @@ function dsn(o2) {
 function where(o2) {
   return `${o2.mysql_host}:${o2.mysql_port} as user '${o2.mysql_user}' (database '${o2.mysql_db}')`;
 }
-var WHOLE, CONTRACT_FILE, SLIM_NOTE, PARTS, whole, CONTRACT, HELP, testidRe, TESTID, NOT_OPTIONS, OptionError;
+var WHOLE, CONTRACT_FILE, SLIM_NOTE, WORKLOAD_NOTE, PARTS, whole, CONTRACT, workloadSpecs, HELP, testidRe, TESTID, NOT_OPTIONS, OptionError;
 var init_config = __esm({
   "k6/lib/config.js"() {
     init_rand();
     WHOLE = __ENV.help !== void 0;
     CONTRACT_FILE = true ? "./contract.json" : "../contract.json";
     SLIM_NOTE = "contract/slim/";
+    WORKLOAD_NOTE = "contract/slim/workload/";
     PARTS = ["workloads", "testid", "options", "presets", "timing"];
     whole = null;
     if (WHOLE) whole = JSON.parse(open(CONTRACT_FILE));
     else if (tbs2.noteText(`${SLIM_NOTE}timing`) === null) {
       const s = slim(JSON.parse(open(CONTRACT_FILE)));
       for (const k of PARTS) tbs2.note(SLIM_NOTE + k, JSON.stringify(s[k]));
+      for (const [name, d] of Object.entries(s.workloads)) tbs2.note(`${WORKLOAD_NOTE}${name}`, JSON.stringify(d));
     }
     CONTRACT = {};
     for (const k of PARTS) {
@@ -249,6 +259,7 @@ var init_config = __esm({
         }
       });
     }
+    workloadSpecs = {};
     HELP = () => whole.options;
     testidRe = null;
     TESTID = { test: (s) => (testidRe || (testidRe = new RegExp(CONTRACT.testid.pattern))).test(s) };
@@ -1207,7 +1218,7 @@ var PARTS2 = {
   }
 };
 function workloadOf(name) {
-  const d = CONTRACT.workloads[name];
+  const d = workloadSpec(name);
   if (!d) throw new Error(`internal: no workload '${name}' in k6/contract.json`);
   for (const p of d.event) {
     if (!PARTS2[p]) throw new Error(`k6/contract.json: workload '${name}' declares part '${p}', which k6/lib/sysbench.js has not (parts: ${Object.keys(PARTS2).join(", ")})`);
@@ -1725,7 +1736,7 @@ function setup() {
   const info = targetInfo(sdb, v);
   const bulk = o.workload === "bulk_insert";
   const need = bulk ? Math.max(...o.threads) : o.tables;
-  if (CONTRACT.workloads[o.workload].single_table && o.tables !== 1) {
+  if (workloadSpec(o.workload).single_table && o.tables !== 1) {
     throw new Error(`invalid option tables=${o.tables}: ${o.workload} supports only tables=1`);
   }
   const have = existingTables(sdb);

@@ -8,7 +8,7 @@
 // sysbench prepares them; conn.text for statements sysbench sends as plain queries) and `w`
 // holds the options, the random functions and per-VU state of a step.
 import { READS, WRITES, OTHERS } from './conn.js';
-import { CONTRACT } from './config.js';
+import { workloadSpec } from './config.js';
 import tbs from 'k6/x/tbs';
 
 export const C_TEMPLATE = '###########-###########-###########-###########-###########-' +
@@ -219,7 +219,7 @@ export const PARTS = {
 
 // workloadOf(name) -> the workload's declaration (k6/contract.json), its parts checked.
 export function workloadOf(name) {
-  const d = CONTRACT.workloads[name];
+  const d = workloadSpec(name);
   if (!d) throw new Error(`internal: no workload '${name}' in k6/contract.json`);
   for (const p of d.event) {
     if (!PARTS[p]) throw new Error(`k6/contract.json: workload '${name}' declares part '${p}', which k6/lib/sysbench.js has not (parts: ${Object.keys(PARTS).join(', ')})`);

@@ -10,7 +10,7 @@
 import exec from 'k6/execution';
 import { sleep } from 'k6';
 import tbs from 'k6/x/tbs';
-import { vuOptions, optionHelp, hashText, CONTRACT } from '../lib/config.js';
+import { vuOptions, optionHelp, hashText, workloadSpec } from '../lib/config.js';
 import { makeRand } from '../lib/rand.js';
 import { bindEvent, nativeLoop, workState, flushBulk } from '../lib/sysbench.js';
 import { metrics, tally } from '../lib/metrics.js';
@@ -210,7 +210,7 @@ export function setup() {
   const info = targetInfo(sdb, v);
   const bulk = o.workload === 'bulk_insert';
   const need = bulk ? Math.max(...o.threads) : o.tables;
-  if (CONTRACT.workloads[o.workload].single_table && o.tables !== 1) {
+  if (workloadSpec(o.workload).single_table && o.tables !== 1) {
     throw new Error(`invalid option tables=${o.tables}: ${o.workload} supports only tables=1`);
   }
   const have = existingTables(sdb);

@@ -17,3 +17,29 @@ func TestHashIsTheJavaScriptFNV1a(t *testing.T) {
 		}
 	}
 }
+
+// EnvKey names an environment: the same entries give the same key whatever their order, and
+// any change of a name or a value (a boundary moved between them included) gives another.
+func TestEnvKeyNamesTheEnvironment(t *testing.T) {
+	m := &Module{}
+	base := map[string]string{"threads": "8", "mysql_port": "4000", "PATH": "/usr/bin"}
+	same := map[string]string{"PATH": "/usr/bin", "mysql_port": "4000", "threads": "8"}
+	if a, b := m.EnvKey(base), m.EnvKey(same); a != b {
+		t.Errorf("the same entries gave %q and %q", a, b)
+	}
+	seen := map[string]string{m.EnvKey(base): "base"}
+	for name, env := range map[string]map[string]string{
+		"a value changed": {"threads": "16", "mysql_port": "4000", "PATH": "/usr/bin"},
+		"an entry added":  {"threads": "8", "mysql_port": "4000", "PATH": "/usr/bin", "tables": "8"},
+		"an entry gone":   {"threads": "8", "mysql_port": "4000"},
+		"boundary a|bc":   {"a": "bc"},
+		"boundary ab|c":   {"ab": "c"},
+		"empty":           {},
+	} {
+		k := m.EnvKey(env)
+		if other, dup := seen[k]; dup {
+			t.Errorf("%s and %s have the same key %q", name, other, k)
+		}
+		seen[k] = name
+	}
+}

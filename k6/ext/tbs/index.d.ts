@@ -65,6 +65,8 @@ export interface Tbs {
   noteText(name: string): string | null;
   /** FNV-1a (32 bits) of `s`'s UTF-16 code units (as charCodeAt gives them). */
   hash(s: string): number;
+  /** A key of an environment (__ENV: its entries sorted, FNV-1a 64 bits, base 36): the name of the note of the options parsed from it. */
+  envKey(env: Record<string, string>): string;
 
   /** CPU seconds (user + system) this process has used. */
   cpuSeconds(): number;
