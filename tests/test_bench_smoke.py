@@ -68,7 +68,8 @@ def test_bench_prints_every_figure(stack):
                          rf"from process start to the first measured second {NUM} s, {NUM} s of CPU \(VUs initialized {NUM} s, "
                          rf"all {n} connected {NUM} s, connect phase at most {NUM} s; vus_ready {n}\)$")
         assert_line(out, rf"^setup: tidb {n} threads k6/sysbench: RSS {NUM}x \(target <= 2x: (ok|SHORT)\), "
-                         rf"set-up time {NUM}x \(target <= 2x: (ok|SHORT)\), set-up CPU {NUM}x")
+                         rf"set-up time {NUM}x \(target <= 2x: (ok|SHORT)\), set-up CPU {NUM}x; 1 round\(s\), 1 s each "
+                         rf"\(medians of each round's ratios\)$")
     assert_line(out, rf"^conditions: {NUM} s of bench; other processes used {NUM} of {NUM} cores on average -> (quiet|BUSY)")
     assert "--mysql-password" not in out
     # the server's threads have their affinity back (threads born meanwhile: the main thread's)

@@ -135,14 +135,21 @@ def setup_k6(b, target, a, n):
 
 
 def figure_setup(b, target, a):
-    """Memory per thread and set-up time of both clients at each of --setup-threads, sysbench then
-    k6 per thread count, --setup-rounds rounds (medians)."""
+    """Memory per thread and set-up time of both clients at each of --setup-threads, --setup-rounds
+    rounds. A round runs the two clients back to back, sysbench first in odd rounds and k6 first in
+    even ones; the ratios are the median of the rounds' own ratios, with their range: this host's
+    CPU speed moves between runs by more than a change to k6 does, and two runs a few seconds apart
+    share it (docs/bench.md). The clients' lines give medians of their own figures."""
     f = lambda s: "not seen" if s is None else f"{s:.1f} s"  # noqa: E731
     for n in a.setup_threads:
         sb, k6 = [], []
-        for _ in range(a.setup_rounds):
-            sb.append(setup_sysbench(b, target, a, n))
-            k6.append(setup_k6(b, target, a, n))
+        for r in range(a.setup_rounds):
+            if r % 2 == 0:
+                sb.append(setup_sysbench(b, target, a, n))
+                k6.append(setup_k6(b, target, a, n))
+            else:
+                k6.append(setup_k6(b, target, a, n))
+                sb.append(setup_sysbench(b, target, a, n))
         med = lambda rows, i: statistics.median(r[i] for r in rows) if all(r[i] is not None for r in rows) else None  # noqa: E731
         s_rss, s_set, s_all, s_cpu = med(sb, 0), med(sb, 1), med(sb, 2), med(sb, 3)
         k_rss, k_set, k_all, k_init, k_cpu = med(k6, 0), med(k6, 1), med(k6, 2), med(k6, 3), med(k6, 5)
@@ -154,8 +161,13 @@ def figure_setup(b, target, a):
               f"from process start to the first measured second {k_set:.1f} s, {k_cpu:.2f} s of CPU (VUs initialized "
               f"{k_init:.1f} s, all {n} connected {f(k_all)}, connect phase at most {connect_phase_ms(b, n) / 1000:.0f} s; "
               f"vus_ready {ready})", flush=True)
-        rr, rs = k_rss / s_rss, k_set / s_set
-        print(f"setup: {target} {n} threads k6/sysbench: RSS {rr:.2f}x (target <= {SETUP_TARGET:g}x: "
-              f"{b.verdict(rr <= SETUP_TARGET)}), set-up time {rs:.2f}x (target <= {SETUP_TARGET:g}x: "
-              f"{b.verdict(rs <= SETUP_TARGET)}), set-up CPU {k_cpu / max(s_cpu, 0.01):.2f}x; "
-              f"{a.setup_rounds} round(s), {a.setup_seconds} s each", flush=True)
+
+        def ratio(ki, si):
+            rs = sorted(k[ki] / max(s[si], 0.01) for k, s in zip(k6, sb))
+            spread = f" [{rs[0]:.2f}-{rs[-1]:.2f}]" if len(rs) > 1 else ""
+            return statistics.median(rs), spread
+        (rr, rr_s), (rs, rs_s), (rc, rc_s) = ratio(0, 0), ratio(1, 1), ratio(5, 3)
+        print(f"setup: {target} {n} threads k6/sysbench: RSS {rr:.2f}x{rr_s} (target <= {SETUP_TARGET:g}x: "
+              f"{b.verdict(rr <= SETUP_TARGET)}), set-up time {rs:.2f}x{rs_s} (target <= {SETUP_TARGET:g}x: "
+              f"{b.verdict(rs <= SETUP_TARGET)}), set-up CPU {rc:.2f}x{rc_s}; "
+              f"{a.setup_rounds} round(s), {a.setup_seconds} s each (medians of each round's ratios)", flush=True)
