@@ -55,8 +55,8 @@ function slim(c) {
 function workloadSpec(name) {
   if (whole) return whole.workloads[name];
   if (!(name in workloadSpecs)) {
-    const text2 = tbs2.noteText(`${WORKLOAD_NOTE}${name}`);
-    workloadSpecs[name] = text2 === null ? void 0 : JSON.parse(text2);
+    const d = tbs2.noteValue(`${WORKLOAD_NOTE}${name}`);
+    workloadSpecs[name] = d === null ? void 0 : d;
   }
   return workloadSpecs[name];
 }
@@ -208,8 +208,8 @@ function parseOptions(env) {
 }
 function vuOptions(env) {
   const name = `options/${tbs2.envKey(env)}`;
-  const text2 = tbs2.noteText(name);
-  if (text2 !== null) return JSON.parse(text2);
+  const noted = tbs2.noteValue(name);
+  if (noted !== null) return noted;
   const o2 = parseOptions(env);
   tbs2.note(name, JSON.stringify(o2));
   return o2;
@@ -254,7 +254,7 @@ var init_config = __esm({
       Object.defineProperty(CONTRACT, k, {
         enumerable: true,
         get: () => {
-          if (v === void 0) v = whole ? k === "options" ? slim(whole).options : whole[k] : JSON.parse(tbs2.noteText(SLIM_NOTE + k));
+          if (v === void 0) v = whole ? k === "options" ? slim(whole).options : whole[k] : tbs2.noteValue(SLIM_NOTE + k);
           return v;
         }
       });

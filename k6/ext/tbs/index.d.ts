@@ -63,6 +63,8 @@ export interface Tbs {
   notes(): Record<string, string>;
   /** The note called `name`, or null when there is none (without copying every note). */
   noteText(name: string): string | null;
+  /** The note called `name`, which holds JSON, as a new value (what JSON.parse of its text gives, built in Go from the text parsed once per process), or null when there is none; throws when the note is not JSON. */
+  noteValue(name: string): any;
   /** FNV-1a (32 bits) of `s`'s UTF-16 code units (as charCodeAt gives them). */
   hash(s: string): number;
   /** A key of an environment (__ENV: its entries sorted, FNV-1a 64 bits, base 36): the name of the note of the options parsed from it. */

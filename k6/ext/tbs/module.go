@@ -22,7 +22,7 @@
 // One file per concern: module.go (registration, the process-wide state), clock.go,
 // histogram.go (+ atomicfloat.go; histspec.go: its definition as data, exported to
 // k6/contract.json), sink.go (the bounded Trend sink), recorder.go, queue.go, unique.go,
-// counter.go, barrier.go, tally.go, marks.go, process.go, exec.go (the statement runner), rand.go
+// counter.go, barrier.go, tally.go, marks.go (+ notevalue.go), process.go, exec.go (the statement runner), rand.go
 // (sysbench's random numbers). index.d.ts is the JS API; dts_test.go keeps it true.
 package tbs
 
@@ -54,6 +54,7 @@ type root struct {
 	bounded  map[*metrics.Metric]bool
 	marks    map[string]float64
 	notes    map[string]string
+	parsed   map[string]*jsonNode // notes parsed once for NoteValue (notes are written once)
 }
 
 func newRoot() *root {
