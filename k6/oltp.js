@@ -54,11 +54,11 @@ function slim(c) {
 }
 function workloadSpec(name) {
   if (whole) return whole.workloads[name];
-  if (!(name in workloadSpecs)) {
+  if (!workloadSpecs.has(name)) {
     const d = tbs2.noteValue(`${WORKLOAD_NOTE}${name}`);
-    workloadSpecs[name] = d === null ? void 0 : d;
+    workloadSpecs.set(name, d === null ? void 0 : d);
   }
-  return workloadSpecs[name];
+  return workloadSpecs.get(name);
 }
 function bad(name, value, valid) {
   return new OptionError(`invalid option ${name}=${value === "" ? "(empty)" : value}: ${valid}`);
@@ -259,7 +259,7 @@ var init_config = __esm({
         }
       });
     }
-    workloadSpecs = {};
+    workloadSpecs = /* @__PURE__ */ new Map();
     HELP = () => whole.options;
     testidRe = null;
     TESTID = { test: (s) => (testidRe || (testidRe = new RegExp(CONTRACT.testid.pattern))).test(s) };

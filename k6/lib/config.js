@@ -51,16 +51,16 @@ for (const k of PARTS) {
   });
 }
 // workloadSpec(name) -> one workload's declaration (CONTRACT.workloads[name]) or undefined. A
-// load-generating VU parses only its own (its note, written with the slim parts): sobek's
-// JSON.parse took 0.135 ms for the 11 workloads (1 KB) and 0.015 ms for one (docs/bench.md).
-const workloadSpecs = {};
+// load-generating VU reads only its own (its note, written with the slim parts): with
+// JSON.parse, the 11 workloads (1 KB) took 0.135 ms and one 0.015 ms (docs/bench.md).
+const workloadSpecs = new Map();
 export function workloadSpec(name) {
   if (whole) return whole.workloads[name];
-  if (!(name in workloadSpecs)) {
+  if (!workloadSpecs.has(name)) {
     const d = tbs.noteValue(`${WORKLOAD_NOTE}${name}`);
-    workloadSpecs[name] = d === null ? undefined : d;
+    workloadSpecs.set(name, d === null ? undefined : d);
   }
-  return workloadSpecs[name];
+  return workloadSpecs.get(name);
 }
 
 // The whole file's option entries (with their help texts), -e help=1 only.
@@ -196,11 +196,11 @@ export function parseOptions(env) {
 }
 
 // vuOptions(env) -> parseOptions(env), parsed once per process: the first runtime parses (and
-// throws on bad input) and keeps the result as a k6/x/tbs note, which the other VUs get as a
-// new object built in Go (tbs.noteValue: the text parsed once per process, 0.05 ms per VU where
-// JSON.parse took 0.19 ms) (one plain object instead of the contract's option table in every VU). The note is keyed by
-// the whole environment (the same in every VU of a run), and stays in the process, as the
-// environment it came from does.
+// throws on bad input) and keeps the result as a k6/x/tbs note: one plain object instead of the
+// contract's option table in every VU. The other VUs get it as a new object built in Go
+// (tbs.noteValue, the text parsed once per process: 0.05 ms per VU where JSON.parse took 0.19
+// ms). The note is keyed by the whole environment (the same in every VU of a run), and stays in
+// the process, as the environment it came from does.
 export function vuOptions(env) {
   const name = `options/${tbs.envKey(env)}`; // native: a sorted copy of __ENV in JavaScript was 0.19 ms per VU
   const noted = tbs.noteValue(name);
