@@ -140,7 +140,7 @@ func TestSettings(t *testing.T) {
 		for k, v := range c.env {
 			env[k] = v
 		}
-		got := Settings(env, c.stack, c.opt)
+		got, _ := Settings(env, c.stack, c.opt)
 		for k, v := range c.want {
 			if g, ok := got[k]; (v == "" && ok) || (v != "" && g != v) {
 				t.Errorf("%s: %s=%q (set: %v), want %q", c.name, k, g, ok, v)
@@ -149,6 +149,54 @@ func TestSettings(t *testing.T) {
 		if got["PATH"] != "/bin" {
 			t.Errorf("%s: the environment is lost", c.name)
 		}
+	}
+}
+
+// A shell that exported another checkout's k6.env silently overrode the stack's settings: the
+// run names each key the environment overrides with another value, never a value.
+func TestTheRunSaysWhatTheEnvironmentOverrides(t *testing.T) {
+	stack := map[string]string{"K6_OUT": "stack-out", "mysql_host": "127.0.0.1", "mysql_user": "sbtest",
+		"mysql_password_file": "/main/.stack/secrets/sbtest"}
+	say := func(env, opts map[string]string) string {
+		_, keys := Settings(env, stack, opts)
+		old := os.Stderr
+		rd, wr, _ := os.Pipe()
+		os.Stderr = wr
+		(&runOpts{prefix: "scripts/k6", stackEnv: ".stack/k6.env"}).sayOverridden(keys)
+		_ = wr.Close()
+		os.Stderr = old
+		out, _ := io.ReadAll(rd)
+		for _, m := range []map[string]string{env, stack, opts} {
+			for k, v := range m {
+				if strings.Contains(string(out), v) {
+					t.Errorf("the value of %s shows: %s", k, out)
+				}
+			}
+		}
+		return string(out)
+	}
+	line := func(k string) string {
+		return "scripts/k6: " + k + " from the environment overrides .stack/k6.env (unset it to use the stack's)\n"
+	}
+	other := map[string]string{"mysql_host": "127.0.0.1", "mysql_password_file": "/other/.stack/secrets/sbtest",
+		"K6_OUT": "env-out"}
+	if out := say(other, nil); out != line("K6_OUT")+line("mysql_password_file") {
+		t.Errorf("another checkout's settings: %q", out)
+	}
+	if out := say(map[string]string{"mysql_password": "envsecret"}, nil); out != line("mysql_password") {
+		t.Errorf("a password over the stack's file: %q", out)
+	}
+	same := map[string]string{"mysql_host": "127.0.0.1", "mysql_password_file": "/main/.stack/secrets/sbtest",
+		"K6_OUT": "stack-out"}
+	if out := say(same, nil); out != "" {
+		t.Errorf("the stack's own values: %q", out)
+	}
+	// -e wins over both, and the stack's password never goes to another server: nothing overridden
+	if out := say(other, map[string]string{"K6_OUT": "opt-out", "mysql_password_file": "/u/pw"}); out != "" {
+		t.Errorf("the user's -e: %q", out)
+	}
+	if out := say(map[string]string{"mysql_password": "envsecret"}, map[string]string{"mysql_host": "db.example"}); out != "" {
+		t.Errorf("another server: %q", out)
 	}
 }
 

@@ -34,6 +34,14 @@ func (o *runOpts) say(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, o.prefix+": "+format+"\n", a...)
 }
 
+// sayOverridden: one line per key of the stack's settings that the caller's environment
+// overrides with another value (Settings); the key only, never a value (it may be a secret).
+func (o *runOpts) sayOverridden(keys []string) {
+	for _, k := range keys {
+		o.say("%s from the environment overrides %s (unset it to use the stack's)", k, o.stackEnv)
+	}
+}
+
 // launch runs `k6 run` with args as the launchers give it: the target's settings assembled,
 // the testid made when not given, split over --instances N processes when asked.
 func launch(o *runOpts, args []string) error {
@@ -51,7 +59,8 @@ func launch(o *runOpts, args []string) error {
 			return err
 		}
 	}
-	env = Settings(env, stack, r.opts)
+	env, overridden := Settings(env, stack, r.opts)
+	o.sayOverridden(overridden)
 	self, err := os.Executable()
 	if err != nil {
 		return err

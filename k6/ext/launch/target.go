@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 )
 
@@ -43,8 +44,12 @@ func readEnvFile(path string) (map[string]string, error) {
 //     host and user (never to another server); given by file when the stack has one.
 //
 // The password never becomes an argument: it stays in the environment or a file.
-func Settings(env, stack, opts map[string]string) map[string]string {
-	out := make(map[string]string, len(env)+len(stack))
+//
+// overridden names (sorted) the keys where the caller's environment wins over a different
+// value of the stack's (a shell that exported another checkout's k6.env does this silently);
+// the launcher says so, naming the keys only, never a value.
+func Settings(env, stack, opts map[string]string) (out map[string]string, overridden []string) {
+	out = make(map[string]string, len(env)+len(stack))
 	for k, v := range env {
 		out[k] = v
 	}
@@ -52,36 +57,54 @@ func Settings(env, stack, opts map[string]string) map[string]string {
 		if k == "mysql_password" || k == "mysql_password_file" {
 			continue
 		}
-		if _, ok := env[k]; !ok {
+		if e, ok := env[k]; !ok {
 			out[k] = v
+		} else if _, user := opts[k]; !user && e != v {
+			overridden = append(overridden, k)
 		}
 	}
 	_, userPw := opts["mysql_password"]
 	_, userFile := opts["mysql_password_file"]
 	_, envPw := env["mysql_password"]
 	_, envFile := env["mysql_password_file"]
+	effective := func(k string) string {
+		if v, ok := opts[k]; ok {
+			return v
+		}
+		return out[k]
+	}
+	// the stack's password is its own servers' (their user): it goes with its host and user only
+	stackPw := stack != nil && effective("mysql_host") == stack["mysql_host"] &&
+		effective("mysql_user") == stack["mysql_user"]
 	switch {
 	case userPw || userFile:
 		delete(out, "mysql_password")
 		delete(out, "mysql_password_file")
 	case envPw || envFile:
-	case stack != nil:
-		effective := func(k string) string {
-			if v, ok := opts[k]; ok {
-				return v
+		if !stackPw {
+			break
+		}
+		_, stackHasPw := stack["mysql_password"]
+		_, stackHasFile := stack["mysql_password_file"]
+		if !stackHasPw && !stackHasFile {
+			break
+		}
+		for _, k := range []string{"mysql_password", "mysql_password_file"} {
+			if e, ok := env[k]; ok {
+				if s, sok := stack[k]; !sok || s != e {
+					overridden = append(overridden, k)
+				}
 			}
-			return out[k]
 		}
-		if effective("mysql_host") != stack["mysql_host"] || effective("mysql_user") != stack["mysql_user"] {
-			break // the stack's password is its own servers' (their user)
-		}
+	case stackPw:
 		if f, ok := stack["mysql_password_file"]; ok {
 			out["mysql_password_file"] = f
 		} else if pw, ok := stack["mysql_password"]; ok {
 			out["mysql_password"] = pw
 		}
 	}
-	return out
+	sort.Strings(overridden)
+	return out, overridden
 }
 
 func environMap(environ []string) map[string]string {
@@ -132,7 +155,7 @@ func printTarget(stackEnv string, args []string, in io.Reader) error {
 			return err
 		}
 	}
-	env := Settings(environMap(os.Environ()), stack, r.opts)
+	env, _ := Settings(environMap(os.Environ()), stack, r.opts) // the run says what the environment overrides
 	get := func(k string) string { return r.option(env, k, c.defaultOf(k)) }
 	t := Target{Host: get("mysql_host"), Port: get("mysql_port"), User: get("mysql_user"),
 		Password: get("mysql_password"), DB: get("mysql_db")}
