@@ -51,8 +51,9 @@ for (const k of PARTS) {
   });
 }
 // workloadSpec(name) -> one workload's declaration (CONTRACT.workloads[name]) or undefined. A
-// load-generating VU reads only its own (its note, written with the slim parts): with
-// JSON.parse, the 11 workloads (1 KB) took 0.135 ms and one 0.015 ms (docs/bench.md).
+// load-generating VU reads only its own (its note, written with the slim parts): JSON.parse of
+// every workload in every VU, to read one, cost each VU many times what its own alone does (the
+// figures: docs/bench.md, "Measured on 2026-11-26 (night)").
 const workloadSpecs = new Map();
 export function workloadSpec(name) {
   if (whole) return whole.workloads[name];
@@ -198,11 +199,14 @@ export function parseOptions(env) {
 // vuOptions(env) -> parseOptions(env), parsed once per process: the first runtime parses (and
 // throws on bad input) and keeps the result as a k6/x/tbs note: one plain object instead of the
 // contract's option table in every VU. The other VUs get it as a new object built in Go
-// (tbs.noteValue, the text parsed once per process: 0.05 ms per VU where JSON.parse took 0.19
-// ms). The note is keyed by the whole environment (the same in every VU of a run), and stays in
-// the process, as the environment it came from does.
+// (tbs.noteValue: the text is parsed once per process, where JSON.parse tokenized it again in
+// every VU). The note is keyed by the whole environment (the same in every VU of a run), and
+// stays in the process, as the environment it came from does. The figures: docs/bench.md,
+// "Measured on 2026-11-26 (night)".
 export function vuOptions(env) {
-  const name = `options/${tbs.envKey(env)}`; // native: a sorted copy of __ENV in JavaScript was 0.19 ms per VU
+  // native: a sorted copy of __ENV made in JavaScript read every variable through sobek's
+  // reflection on k6's Go map, in every VU (docs/bench.md, night)
+  const name = `options/${tbs.envKey(env)}`;
   const noted = tbs.noteValue(name);
   if (noted !== null) return noted;
   const o = parseOptions(env);

@@ -39,9 +39,9 @@ func fnv1a16(s string) uint32 {
 // EnvKey is a key of a VU's environment (__ENV), the name of the note that keeps the options
 // parsed from it (k6/lib/config.js vuOptions): FNV-1a (64 bits) of its entries sorted by name,
 // each name and value ended by a NUL. In JavaScript the same key took a sorted copy of __ENV,
-// whose every read goes through sobek's reflection on k6's Go map, and its JSON: 0.19 ms per
-// VU with 50 variables against 0.02-0.03 ms here, 0.25 s of a 1,500-thread run's set-up
-// (docs/bench.md, issue 31).
+// whose every read goes through sobek's reflection on k6's Go map, and its JSON, in every VU;
+// here it is computed in Go, a small part of that cost (the figures, per VU and for a large
+// run's set-up: docs/bench.md, "Measured on 2026-11-26 (night)", issue 31).
 func (m *Module) EnvKey(env map[string]string) string {
 	keys := slices.Sorted(maps.Keys(env))
 	h := fnv.New64a()
