@@ -15,6 +15,11 @@
 // prepares without executing (a step's connect phase, as sysbench's thread_init), and the
 // DSN parameter tbs_ssl_ca=<PEM file> verifies the server's TLS certificate against that CA.
 //
+// Under every TCP connection is sock.go's socket: a statement's request is written by the read
+// that waits for its reply, so a statement costs one write and one read system call, as
+// sysbench's does, where Go's net.Conn adds a read that finds nothing and a wake of the
+// runtime's monitor thread.
+//
 // One more guard: database/sql silently retries a statement on a new connection when the
 // driver reports driver.ErrBadConn. Inside an explicit transaction (BEGIN sent as text) that
 // would run the rest of a sysbench event in autocommit on another connection. This driver
