@@ -367,7 +367,16 @@ def test_aa_calls_a_change_only_where_its_p_value_says_so(aab):
                 assert pcol.startswith("p=") and p < 0.05 and re.match(r"[+-][\d.]+% \(", change), rows
                 changed.append(r[0])
     if not changed:
-        assert "Select Random Points QPS shows no significant change: ~ at every thread step (5 and 5 samples" in md
+        # the headline: every cell ~, or (as in some runs by chance) a cell whose p alone is below
+        # 0.05 and is held at ~ by Holm's adjustment over the report's cells, named with both p
+        head = re.search(r"Select Random Points QPS (shows no significant change: |is not significantly "
+                         r"changed; )([^\n]*?)\(5 and 5 samples", md)
+        assert head, md[:3000]
+        if head.group(1).startswith("shows"):
+            assert head.group(2) == "~ at every thread step ", head.group(0)
+        else:
+            held = re.findall(r"\(p=([\d.]+) alone, p=([\d.]+) over 2 cells\)", head.group(2))
+            assert held and all(float(alone) < 0.05 <= float(adj) for alone, adj in held), head.group(0)
     # nothing but the run's identity differs between a and a2
     assert "Nothing recorded differs between the sides" in md, md[:3000]
     assert md.index("## What differs") < md.index("## Test purpose")
