@@ -66,6 +66,17 @@ func pair(t *testing.T, small bool) (*deferredConn, *net.TCPConn) {
 	return c.(*deferredConn), peer.(*net.TCPConn)
 }
 
+// wantReply reads from our socket (within 5 s) and fails unless it gets want.
+func wantReply(t *testing.T, c *deferredConn, want, what string) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 16)
+	n, err := c.Read(buf)
+	if err != nil || string(buf[:n]) != want {
+		t.Fatalf("Read: %q, %v; want %s", buf[:n], err, what)
+	}
+}
+
 // received reads what the peer has within d.
 func received(t *testing.T, peer net.Conn, d time.Duration) []byte {
 	t.Helper()
@@ -98,12 +109,7 @@ func TestRequestGoesOutWithTheRead(t *testing.T) {
 			_, _ = peer.Write([]byte("reply"))
 		}
 	}()
-	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	buf := make([]byte, 16)
-	n, err := c.Read(buf)
-	if err != nil || string(buf[:n]) != "reply" {
-		t.Fatalf("Read: %q, %v; want the peer's reply to exactly our request", buf[:n], err)
-	}
+	wantReply(t, c, "reply", "the peer's reply to exactly our request")
 }
 
 // TestNoReplyIsLost: many round trips with a peer that answers at once, from a thread of its
@@ -220,12 +226,7 @@ func TestFullSendBufferWaitsForRoom(t *testing.T) {
 		}
 		_, _ = peer.Write([]byte("ok"))
 	}()
-	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	buf := make([]byte, 8)
-	n, err := c.Read(buf)
-	if err != nil || string(buf[:n]) != "ok" {
-		t.Fatalf("Read: %q, %v; want ok (the peer checks it got the whole request in order)", buf[:n], err)
-	}
+	wantReply(t, c, "ok", "ok (the peer checks it got the whole request in order)")
 	if c.full == 0 {
 		t.Fatal("the send buffer never filled: this test did not reach the path it is for")
 	}
