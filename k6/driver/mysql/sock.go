@@ -53,6 +53,19 @@ type deferredConn struct {
 	// seen it (Conn.failed turns the read's error into driver.ErrBadConn, retried elsewhere)
 	unsent atomic.Bool
 	full   int // requests that found the send buffer full (tests: the path is reached)
+	// op: the state of the Read in progress, which its RawConn.Read callback fills. It lives
+	// here, and the callback (onReady) is made once per connection, because a closure made in
+	// Read escapes to the heap through RawConn's interface: five allocations per statement.
+	op      readOp
+	onReady func(fd uintptr) bool
+}
+
+// readOp is one Read's request, destination and outcome.
+type readOp struct {
+	req, b     []byte
+	n, sent    int
+	werr, rerr error
+	blocked    bool // the socket's send buffer is full: net.TCPConn's Write waits for room
 }
 
 func newDeferredConn(tc *net.TCPConn) (net.Conn, error) {
@@ -62,7 +75,9 @@ func newDeferredConn(tc *net.TCPConn) (net.Conn, error) {
 	}
 	// the two buffers grow to the largest request sent (a point select's is 26 bytes):
 	// no fixed size per connection, which 1,500 threads would pay 1,500 times
-	return &deferredConn{TCPConn: tc, raw: raw}, nil
+	d := &deferredConn{TCPConn: tc, raw: raw}
+	d.onReady = d.ready
+	return d, nil
 }
 
 // Write keeps b for the next Read; a large request is written at once, after what is pending.
@@ -113,71 +128,76 @@ func (d *deferredConn) Read(b []byte) (int, error) {
 	req := d.take()
 	d.mu.Unlock()
 	defer d.give(req)
-	var (
-		n, sent    int
-		werr, rerr error
-		blocked    bool // the socket's send buffer is full: net.TCPConn's Write waits for room
-	)
-	err := d.raw.Read(func(fd uintptr) bool {
-		if sent < len(req) {
-			return d.send(fd, req, &sent, &blocked, &werr)
-		}
-		for {
-			r, e := rawIO(syscall.SYS_READ, fd, b)
-			switch {
-			case e == syscall.EINTR:
-				continue
-			case e == syscall.EAGAIN: // woken for nothing: wait again
-				return false
-			case e != 0:
-				rerr = e
-			case r == 0 && len(b) > 0:
-				rerr = io.EOF
-			default:
-				n = r
-			}
-			return true
-		}
-	})
+	d.op = readOp{req: req, b: b}
+	err := d.raw.Read(d.onReady)
+	op := d.op
+	d.op = readOp{} // keeps no reference to the caller's buffer
 	switch {
-	case werr != nil:
-		d.unsent.Store(sent == 0)
-		return 0, d.opError("write", werr)
+	case op.werr != nil:
+		d.unsent.Store(op.sent == 0)
+		return 0, d.opError("write", op.werr)
 	case err != nil: // a deadline (a canceled statement) or a closed socket
-		d.unsent.Store(sent == 0)
+		d.unsent.Store(op.sent == 0)
 		return 0, d.opError("read", err)
-	case blocked:
+	case op.blocked:
 		d.full++
-		if _, err := d.TCPConn.Write(req[sent:]); err != nil {
-			d.unsent.Store(sent == 0)
+		_, err := d.TCPConn.Write(req[op.sent:])
+		if err != nil {
+			d.unsent.Store(op.sent == 0)
 			return 0, err
 		}
 		return d.TCPConn.Read(b)
-	case rerr == io.EOF:
+	case op.rerr == io.EOF:
 		return 0, io.EOF
-	case rerr != nil:
-		return 0, d.opError("read", rerr)
+	case op.rerr != nil:
+		return 0, d.opError("read", op.rerr)
 	}
 	d.unsent.Store(false)
-	return n, nil
+	return op.n, nil
 }
 
-// send writes req[*sent:] in the RawConn.Read callback: false (wait for the reply) once all of
-// it is out, true when the socket's buffer is full (*blocked) or the write failed (*werr).
-func (d *deferredConn) send(fd uintptr, req []byte, sent *int, blocked *bool, werr *error) bool {
-	for *sent < len(req) {
-		w, e := rawIO(syscall.SYS_WRITE, fd, req[*sent:])
+// ready is the RawConn.Read callback of Read: it sends d.op.req, then (on its next call, once
+// the socket is readable) reads the reply into d.op.b. It returns false to wait.
+func (d *deferredConn) ready(fd uintptr) bool {
+	op := &d.op
+	if op.sent < len(op.req) {
+		return d.send(fd, op)
+	}
+	for {
+		r, e := rawIO(syscall.SYS_READ, fd, op.b)
+		switch {
+		case e == syscall.EINTR:
+			continue
+		case e == syscall.EAGAIN: // woken for nothing: wait again
+			return false
+		case e != 0:
+			op.rerr = e
+		case r == 0 && len(op.b) > 0:
+			op.rerr = io.EOF
+		default:
+			op.n = r
+		}
+		return true
+	}
+}
+
+// send writes op.req[op.sent:] in the RawConn.Read callback: false (wait for the reply) once
+// all of it is out, true when the socket's buffer is full (op.blocked) or the write failed
+// (op.werr).
+func (d *deferredConn) send(fd uintptr, op *readOp) bool {
+	for op.sent < len(op.req) {
+		w, e := rawIO(syscall.SYS_WRITE, fd, op.req[op.sent:])
 		if w > 0 {
-			*sent += w
+			op.sent += w
 		}
 		switch {
 		case e == syscall.EINTR:
 			continue
 		case e == syscall.EAGAIN:
-			*blocked = true
+			op.blocked = true
 			return true
 		case e != 0:
-			*werr = e
+			op.werr = e
 			return true
 		}
 	}
