@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, fresh_db, k6, password, sql
+from tidbbench.k6env import read_k6_env
 
 pytestmark = pytest.mark.full
 
@@ -178,8 +179,12 @@ def test_prepare_refuses_existing_tables_and_changes_nothing(stack, tmp_path):
     sql("tidb", f"DROP DATABASE {db}")
 
 
+@pytest.mark.parametrize("how", ["scripts/k6", "stock k6 run"])
 @pytest.mark.parametrize("what", ["file", "read-only"])
-def test_k6_results_dir_bad(db, tmp_path, what):
+def test_k6_results_dir_bad(db, tmp_path, what, how):
+    """scripts/k6 (the launcher) refuses a results folder it cannot write before k6 starts; a
+    stock `k6 run oltp.js` (bin/k6 with the stack's settings, no launcher) stops in setup(),
+    before its first query, instead of losing the run's summary at its end."""
     if what == "file":
         target = tmp_path / "afile"
         target.write_text("")
@@ -190,9 +195,19 @@ def test_k6_results_dir_bad(db, tmp_path, what):
         if m.returncode != 0:
             pytest.skip(f"cannot mount a read-only tmpfs here: {m.stderr.strip()}")
     try:
-        p = k6("run", "-e", f"mysql_db={db}", "-e", f"results_dir={target}", "oltp.js", check=False, timeout=60)
-        check(p, [f"results_dir {target} is", "-e results_dir=DIR"])
-        assert p.returncode == 2 and "testid=" not in p.stdout + p.stderr
+        if how == "scripts/k6":
+            p = k6("run", "-e", f"mysql_db={db}", "-e", f"results_dir={target}", "oltp.js", check=False, timeout=60)
+            check(p, [f"results_dir {target} is", "-e results_dir=DIR"])
+            assert p.returncode == 2 and "testid=" not in p.stdout + p.stderr
+        else:
+            env = dict(os.environ)
+            env.update(read_k6_env(ROOT / ".stack/k6.env"))
+            env.update(K6_OUT="", results_dir=str(target))
+            p = subprocess.run([str(ROOT / "bin/k6"), "run", "--quiet", "--no-usage-report", "-e", f"mysql_db={db}",
+                                "-e", "threads=2", "-e", "time=600", "oltp.js"],
+                               cwd=ROOT / "k6", env=env, capture_output=True, text=True, timeout=60)
+            check(p, [f"results_dir {target} is", "-e results_dir=DIR", "nothing was run"])
+            assert not re.search(r"testid=\S+ workload=", p.stdout + p.stderr)  # setup stopped before its first query
     finally:
         if what != "file":
             subprocess.run(["umount", str(target)], capture_output=True)

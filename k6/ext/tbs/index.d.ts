@@ -80,6 +80,8 @@ export interface Tbs {
   tuneGC(threads: number): number;
 
   /** A VU's statement runner on an xk6-sql database (native functions: no reflection wrapper per statement). */
+  /** Throws, naming the value and what to do, unless a run can write its summary to folder `dir` (made when missing); oltp.js setup(). */
+  checkResultsDir(dir: string): void;
   execer(): Execer;
 
   /** The valid rand_type values. */

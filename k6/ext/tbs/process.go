@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"tidb-bench-stack/k6/ext/results"
 )
 
 // CpuSeconds is the CPU time (user + system) the process has used.
@@ -35,6 +37,12 @@ func (m *Module) RssBytes() float64 {
 	}
 	return pages * float64(os.Getpagesize())
 }
+
+// CheckResultsDir: setup() of oltp.js checks the folder its summary goes to (results.Check:
+// made when missing, writable, space left) before any load, so that a stock `k6 run` with a
+// results_dir that cannot be written stops at once with the reason, instead of printing "failed
+// to handle the end-of-test summary" once the whole run is over and its results are lost.
+func (m *Module) CheckResultsDir(dir string) error { return results.Check(dir) }
 
 // Cores is the number of CPUs the process may run on (its affinity mask at start).
 func (m *Module) Cores() int { return runtime.NumCPU() }
