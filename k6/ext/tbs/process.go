@@ -48,14 +48,15 @@ func (m *Module) CheckResultsDir(dir string) error { return results.Check(dir) }
 func (m *Module) Cores() int { return runtime.NumCPU() }
 
 // RunGCPercent is the collector's target once the VUs of a run with at least ManyThreads
-// threads run (GOGC, 100 by default): at 50 the heap grows to 1.5 times what is live before a
+// threads run (GOGC, 100 by default): at 40 the heap grows to 1.4 times what is live before a
 // collection, not 2. A VU's state is made at init and then mostly stays (its runtime, modules,
 // connection), so a collection frees little: at 128 threads the default's headroom was a
-// third of k6's resident memory. Collecting twice as often costs client CPU (point select at
-// 64 threads: +11% per query, k6 alone, interleaved; docs/bench.md), so runs of fewer threads,
-// where memory is small and the client's CPU per query is what limits it, keep the default.
+// third of k6's resident memory. Collecting more often costs client CPU (GOGC 50 against 100 at
+// 64 threads: +11% per query, k6 alone, interleaved), so runs of fewer threads, where memory is
+// small and the client's CPU per query is what limits it, keep the default; 40 against 50 at
+// 128 threads cost nothing measurable and took 3-8 MiB off the 128-thread peak (docs/bench.md).
 const (
-	RunGCPercent = 50
+	RunGCPercent = 40
 	ManyThreads  = 100
 )
 
