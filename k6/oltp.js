@@ -100,6 +100,12 @@ function parseOne(name, type, raw) {
       if (!(v >= 0)) throw bad(name, raw, "must be auto or a whole number >= 0");
       return v;
     }
+    case "auto_int+": {
+      if (s.toLowerCase() === "auto") return "auto";
+      const v = int();
+      if (!(v >= 1)) throw bad(name, raw, "must be auto or a whole number >= 1");
+      return v;
+    }
     case "num0": {
       const v = Number(s);
       if (!(s !== "" && v >= 0)) throw bad(name, raw, "must be a number >= 0");
@@ -269,6 +275,465 @@ var init_config = __esm({
   }
 });
 
+// k6/lib/metrics.js
+import { Counter, Gauge } from "k6/metrics";
+import tbs3 from "k6/x/tbs";
+var metrics, tally, tallyCounts;
+var init_metrics = __esm({
+  "k6/lib/metrics.js"() {
+    metrics = {
+      queries: new Counter("oltp_queries"),
+      transactions: new Counter("oltp_transactions"),
+      errors: new Counter("oltp_errors"),
+      reconnects: new Counter("oltp_reconnects"),
+      marker: new Gauge("oltp_marker")
+    };
+    tally = tbs3.tally("run");
+    tallyCounts = tally.countFn();
+  }
+});
+
+// k6/lib/conn.js
+import sql from "k6/x/sql";
+import driver from "k6/x/sql/driver/mysql";
+import { sleep } from "k6";
+import tbs4 from "k6/x/tbs";
+function openDb(o2) {
+  return sql.open(driver, dsn(o2), { max_open_conns: 1, max_idle_conns: 1 });
+}
+function errorCode(e) {
+  const m = String(e && e.message || e);
+  const r = /Error (\d{3,5})\b/.exec(m);
+  if (r) return Number(r[1]);
+  if (/context canceled|context deadline exceeded/.test(m)) return "canceled";
+  if (/dial tcp|connection refused|no such host|network is unreachable/.test(m)) return 2003;
+  if (/invalid connection|bad connection|broken pipe|connection reset|EOF|use of closed network connection|i\/o timeout/i.test(m)) return 2013;
+  return "unknown";
+}
+function isIgnored(o2, code) {
+  return o2.mysql_ignore_errors === "all" || o2.mysql_ignore_errors.includes(code);
+}
+function connectUntil(conn2, statements2, deadline) {
+  let pause = 10;
+  for (; ; ) {
+    try {
+      conn2.open();
+      conn2.connect(statements2);
+      return true;
+    } catch (e) {
+      if (errorCode(e) === "canceled") return false;
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      sleep(Math.min(pause, left) / 1e3);
+      pause = Math.min(pause * 2, 200);
+    }
+  }
+}
+var LOST, PREPARE, Conn, READS, WRITES, OTHERS, TXS, READ, WRITE, OTHER;
+var init_conn = __esm({
+  "k6/lib/conn.js"() {
+    init_config();
+    init_metrics();
+    LOST = /* @__PURE__ */ new Set([2013, 2055, 2006, 2011, 2003]);
+    PREPARE = "/*tbs:prepare*/ ";
+    Conn = class {
+      constructor(o2) {
+        this.o = o2;
+        this.db = null;
+        this.x = tbs4.execer();
+        this.ex = this.x.exec;
+        this.exn = this.x.execCount;
+        this.n = [0, 0, 0, 0];
+        this.inTx = false;
+        this.samples = null;
+      }
+      // open drops the current connection (if any) and makes a new pool; the server connection
+      // is made by the first statement (connect()).
+      open() {
+        this.close();
+        this.db = openDb(this.o);
+        this.x.use(this.db);
+        this.inTx = false;
+      }
+      close() {
+        if (this.db) {
+          try {
+            this.db.close();
+          } catch (_) {
+          }
+        }
+        this.db = null;
+        this.x.use(null);
+      }
+      // connect opens the server connection and prepares `statements` on it, as sysbench's
+      // thread_init connects and prepares. Throws what the server or the network said.
+      connect(statements2) {
+        if (!this.db) this.open();
+        if (statements2.length === 0) this.db.query("SELECT 1");
+        for (const s of statements2) this.ex(PREPARE + s);
+      }
+      // (the OLTP events call this.ex / this.exn themselves and count: sysbench.js)
+      read(q, ...args) {
+        this.ex(q, ...args);
+        this.n[READS]++;
+      }
+      write1(q, a) {
+        this.counted(this.exn(q, a));
+      }
+      counted(rows) {
+        this.n[rows > 0 ? WRITES : OTHERS]++;
+      }
+      text(q) {
+        this.counted(this.exn(q));
+      }
+      begin() {
+        this.ex("BEGIN");
+        this.n[OTHERS]++;
+        this.inTx = true;
+      }
+      commit() {
+        this.ex("COMMIT");
+        this.n[OTHERS]++;
+        this.inTx = false;
+      }
+      // After a failed statement inside a transaction: roll back before the event restarts,
+      // so nothing of the failed attempt is committed by the next BEGIN. (sysbench 1.0.20 does
+      // not roll back: its next BEGIN commits the failed attempt's earlier statements. A
+      // deliberate difference: docs/CONTRACT.md.)
+      rollback() {
+        if (!this.inTx) return;
+        this.inTx = false;
+        try {
+          this.ex("ROLLBACK");
+          this.n[OTHERS]++;
+        } catch (_) {
+        }
+      }
+      // flush adds the counts gathered since the last flush to the metrics and the run's tally
+      // (events run in batches; runEvents flushes at least every FLUSH_MS and at every step
+      // boundary).
+      flush() {
+        if (this.samples) this.samples.flush();
+        const n = this.n;
+        if (n[READS]) metrics.queries.add(n[READS], READ);
+        if (n[WRITES]) metrics.queries.add(n[WRITES], WRITE);
+        if (n[OTHERS]) metrics.queries.add(n[OTHERS], OTHER);
+        if (n[TXS]) metrics.transactions.add(n[TXS]);
+        if (n[READS] || n[WRITES] || n[OTHERS] || n[TXS]) tallyCounts(n[READS], n[WRITES], n[OTHERS], n[TXS]);
+        n[READS] = 0;
+        n[WRITES] = 0;
+        n[OTHERS] = 0;
+        n[TXS] = 0;
+      }
+    };
+    READS = 0;
+    WRITES = 1;
+    OTHERS = 2;
+    TXS = 3;
+    READ = { kind: "read" };
+    WRITE = { kind: "write" };
+    OTHER = { kind: "other" };
+  }
+});
+
+// k6/lib/sysbench.js
+import tbs5 from "k6/x/tbs";
+function textsOf(w2, key) {
+  const texts = [null];
+  for (let t = 1; t <= w2.o.tables; t++) texts.push(SQL[key].replace("%u", String(t)));
+  return texts;
+}
+function pointSelectsOf(conn2, w2) {
+  const { ex, n: counts } = conn2;
+  const texts = textsOf(w2, "point_selects");
+  const { uniform, def } = w2.rand;
+  const tables = w2.o.tables;
+  const size = w2.o.table_size;
+  const n = w2.count("point_selects");
+  return () => {
+    const s = texts[uniform(1, tables)];
+    for (let i = 0; i < n; i++) {
+      ex(s, def(1, size));
+      counts[READS]++;
+    }
+  };
+}
+function rangeOf(conn2, w2, key) {
+  const { ex, n: counts } = conn2;
+  const texts = textsOf(w2, key);
+  const { uniform, def } = w2.rand;
+  const tables = w2.o.tables;
+  const size = w2.o.table_size;
+  const n = w2.count(key);
+  const span = w2.o.range_size - 1;
+  return () => {
+    const s = texts[uniform(1, tables)];
+    for (let i = 0; i < n; i++) {
+      const id = def(1, size);
+      ex(s, id, id + span);
+      counts[READS]++;
+    }
+  };
+}
+function rangeSelectsOf(conn2, w2) {
+  if (!w2.o.range_selects) return () => {
+  };
+  const simple = rangeOf(conn2, w2, "simple_ranges");
+  const sum = rangeOf(conn2, w2, "sum_ranges");
+  const order = rangeOf(conn2, w2, "order_ranges");
+  const distinct = rangeOf(conn2, w2, "distinct_ranges");
+  return () => {
+    simple();
+    sum();
+    order();
+    distinct();
+  };
+}
+function indexUpdatesOf(conn2, w2) {
+  const { exn, n: counts } = conn2;
+  const texts = textsOf(w2, "index_updates");
+  const { uniform, def } = w2.rand;
+  const tables = w2.o.tables;
+  const size = w2.o.table_size;
+  const n = w2.count("index_updates");
+  return () => {
+    const s = texts[uniform(1, tables)];
+    for (let i = 0; i < n; i++) counts[exn(s, def(1, size)) > 0 ? WRITES : OTHERS]++;
+  };
+}
+function nonIndexUpdatesOf(conn2, w2) {
+  const { exn, n: counts } = conn2;
+  const texts = textsOf(w2, "non_index_updates");
+  const { uniform, def, string } = w2.rand;
+  const tables = w2.o.tables;
+  const size = w2.o.table_size;
+  const n = w2.count("non_index_updates");
+  return () => {
+    const s = texts[uniform(1, tables)];
+    for (let i = 0; i < n; i++) counts[exn(s, string(C_TEMPLATE), def(1, size)) > 0 ? WRITES : OTHERS]++;
+  };
+}
+function deleteInsertsOf(conn2, w2) {
+  const { exn, n: counts } = conn2;
+  const deletes = textsOf(w2, "deletes");
+  const inserts = textsOf(w2, "inserts");
+  const { uniform, def, string } = w2.rand;
+  const tables = w2.o.tables;
+  const size = w2.o.table_size;
+  const n = w2.count("delete_inserts");
+  return () => {
+    const t = uniform(1, tables);
+    for (let i = 0; i < n; i++) {
+      const id = def(1, size);
+      const k = def(1, size);
+      const c = string(C_TEMPLATE);
+      const pad = string(PAD_TEMPLATE);
+      counts[exn(deletes[t], id) > 0 ? WRITES : OTHERS]++;
+      counts[exn(inserts[t], id, k, c, pad) > 0 ? WRITES : OTHERS]++;
+    }
+  };
+}
+function inTrx(conn2, w2, parts) {
+  const body = parts.length === 1 ? parts[0] : () => {
+    for (const p of parts) p();
+  };
+  if (w2.o.skip_trx) return body;
+  const { ex, n: counts } = conn2;
+  return () => {
+    ex("BEGIN");
+    counts[OTHERS]++;
+    conn2.inTx = true;
+    body();
+    ex("COMMIT");
+    counts[OTHERS]++;
+    conn2.inTx = false;
+  };
+}
+function workloadOf(name) {
+  const d = workloadSpec(name);
+  if (!d) throw new Error(`internal: no workload '${name}' in k6/contract.json`);
+  for (const p of d.event) {
+    if (!PARTS2[p]) throw new Error(`k6/contract.json: workload '${name}' declares part '${p}', which k6/lib/sysbench.js has not (parts: ${Object.keys(PARTS2).join(", ")})`);
+  }
+  return d;
+}
+function countOf(o2, name) {
+  const fixed = workloadOf(name).counts || {};
+  return (key) => fixed[key] !== void 0 ? fixed[key] : o2[key];
+}
+function bindEvent(workload, conn2, w2) {
+  const d = workloadOf(workload);
+  const parts = d.event.map((p) => PARTS2[p].make(conn2, w2));
+  if (d.trx) return inTrx(conn2, w2, parts);
+  return parts.length === 1 ? parts[0] : () => {
+    for (const p of parts) p();
+  };
+}
+function loopRuns(o2) {
+  return Boolean(o2.native_loop) && !o2.rate && workloadOf(o2.workload).event.every((p) => LOOP_PARTS[p]);
+}
+function nativeLoop(workload, conn2, w2, rec2) {
+  const d = workloadOf(workload);
+  if (w2.o.rate || !d.event.every((p) => LOOP_PARTS[p])) return null;
+  const texts = {};
+  const counts = {};
+  for (const p of d.event) {
+    for (const k of LOOP_PARTS[p]) texts[k] = textsOf(w2, k).slice(1);
+    if (p !== "range_selects") counts[p] = w2.count(p);
+    else for (const k of LOOP_PARTS[p]) counts[k] = w2.count(k);
+  }
+  return tbs5.loop({
+    parts: d.event,
+    trx: Boolean(d.trx) && !w2.o.skip_trx,
+    counts,
+    texts,
+    tables: w2.o.tables,
+    table_size: w2.o.table_size,
+    range_size: w2.o.range_size,
+    range_selects: Boolean(w2.o.range_selects),
+    c_template: C_TEMPLATE,
+    pad_template: PAD_TEMPLATE
+  }, w2.rand, conn2.x, rec2, conn2);
+}
+function flushBulk(conn2, w2) {
+  if (!w2.bulkRows || w2.bulkRows.length === 0) return;
+  const sql3 = w2.bulkPrefix + w2.bulkRows.join(",");
+  w2.bulkRows = [];
+  w2.bulkLen = w2.bulkPrefix.length;
+  conn2.n[WRITES]++;
+  conn2.flush();
+  if (w2.bulkMark) w2.bulkMark.max(w2.bulkSize);
+  conn2.exn(sql3);
+}
+function preparedStatements(o2) {
+  const d = workloadOf(o2.workload);
+  const count = countOf(o2, o2.workload);
+  const keys = [];
+  const once = [];
+  for (const p of d.event) {
+    if (PARTS2[p].prepares) keys.push(...PARTS2[p].prepares(o2, count));
+    if (PARTS2[p].statements) once.push(...PARTS2[p].statements(o2));
+  }
+  const out = [];
+  for (let t = 1; t <= o2.tables && keys.length > 0; t++) for (const k of keys) out.push(SQL[k].replace("%u", String(t)));
+  return out.concat(once);
+}
+function randomPointsSql(o2) {
+  return `SELECT id, k, c, pad FROM sbtest1 WHERE k IN (${Array(o2.random_points).fill("?").join(", ")})`;
+}
+function randomRangesSql(o2) {
+  return `SELECT count(k) FROM sbtest1 WHERE ${Array(o2.number_of_ranges).fill("k BETWEEN ? AND ?").join(" OR ")}`;
+}
+function workState(o2, rand, threadId, threads) {
+  const rlen = o2.table_size / threads;
+  const w2 = {
+    o: o2,
+    rand,
+    threadId,
+    count: countOf(o2, o2.workload),
+    rmin: Math.trunc(rlen * threadId),
+    rmax: Math.trunc(rlen * threadId + rlen),
+    bulkRows: [],
+    bulkSize: 0,
+    bulkPrefix: `INSERT INTO sbtest${threadId + 1} VALUES`,
+    prepared: preparedStatements(o2)
+  };
+  w2.bulkLen = w2.bulkPrefix.length;
+  w2.randomPointsSql = randomPointsSql(o2);
+  w2.randomRangesSql = randomRangesSql(o2);
+  return w2;
+}
+var C_TEMPLATE, PAD_TEMPLATE, SQL, PARTS2, LOOP_PARTS, BULK_PACKET;
+var init_sysbench = __esm({
+  "k6/lib/sysbench.js"() {
+    init_conn();
+    init_config();
+    C_TEMPLATE = "###########-###########-###########-###########-###########-###########-###########-###########-###########-###########";
+    PAD_TEMPLATE = "###########-###########-###########-###########-###########";
+    SQL = {
+      point_selects: "SELECT c FROM sbtest%u WHERE id=?",
+      simple_ranges: "SELECT c FROM sbtest%u WHERE id BETWEEN ? AND ?",
+      sum_ranges: "SELECT SUM(k) FROM sbtest%u WHERE id BETWEEN ? AND ?",
+      order_ranges: "SELECT c FROM sbtest%u WHERE id BETWEEN ? AND ? ORDER BY c",
+      distinct_ranges: "SELECT DISTINCT c FROM sbtest%u WHERE id BETWEEN ? AND ? ORDER BY c",
+      index_updates: "UPDATE sbtest%u SET k=k+1 WHERE id=?",
+      non_index_updates: "UPDATE sbtest%u SET c=? WHERE id=?",
+      deletes: "DELETE FROM sbtest%u WHERE id=?",
+      inserts: "INSERT INTO sbtest%u (id, k, c, pad) VALUES (?, ?, ?, ?)"
+    };
+    PARTS2 = {
+      point_selects: { make: pointSelectsOf, prepares: (o2, count) => count("point_selects") > 0 ? ["point_selects"] : [] },
+      range_selects: {
+        make: rangeSelectsOf,
+        prepares: (o2, count) => o2.range_selects ? ["simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges"].filter((k) => count(k) > 0) : []
+      },
+      index_updates: { make: indexUpdatesOf, prepares: (o2, count) => count("index_updates") > 0 ? ["index_updates"] : [] },
+      non_index_updates: { make: nonIndexUpdatesOf, prepares: (o2, count) => count("non_index_updates") > 0 ? ["non_index_updates"] : [] },
+      delete_inserts: { make: deleteInsertsOf, prepares: (o2, count) => count("delete_inserts") > 0 ? ["deletes", "inserts"] : [] },
+      // oltp_delete.lua's event: one DELETE
+      delete: {
+        make: (conn2, w2) => {
+          const texts = textsOf(w2, "deletes");
+          return () => conn2.write1(texts[w2.rand.uniform(1, w2.o.tables)], w2.rand.def(1, w2.o.table_size));
+        },
+        prepares: () => ["deletes"]
+      },
+      // oltp_insert.lua's event: one INSERT as text
+      insert: {
+        make: (conn2, w2) => () => {
+          const table = `sbtest${w2.rand.uniform(1, w2.o.tables)}`;
+          const k = w2.rand.def(1, w2.o.table_size);
+          const c = w2.rand.string(C_TEMPLATE);
+          const pad = w2.rand.string(PAD_TEMPLATE);
+          const id = w2.o.auto_inc ? 0 : w2.unique.next() - 2147483648;
+          conn2.text(`INSERT INTO ${table} (id, k, c, pad) VALUES (${id}, ${k}, '${c}', '${pad}')`);
+        }
+      },
+      // select_random_*: each thread draws from its own slice of k values, [rmin, rmax] with
+      // rmin = trunc(rlen * thread_id), rmax = trunc(rlen * thread_id + rlen) where rlen =
+      // table_size / threads: sysbench computes them in Lua doubles and sb_rand() takes
+      // uint32_t arguments, which truncates them (workState).
+      random_points: {
+        make: (conn2, w2) => () => {
+          const args = new Array(w2.o.random_points);
+          for (let i = 0; i < args.length; i++) args[i] = w2.rand.def(w2.rmin, w2.rmax);
+          conn2.read(w2.randomPointsSql, ...args);
+        },
+        statements: (o2) => [randomPointsSql(o2)]
+      },
+      random_ranges: {
+        make: (conn2, w2) => () => {
+          const args = new Array(w2.o.number_of_ranges * 2);
+          for (let i = 0; i < args.length; i += 2) {
+            const v = w2.rand.def(w2.rmin, w2.rmax);
+            args[i] = v;
+            args[i + 1] = v + w2.o.delta;
+          }
+          conn2.read(w2.randomRangesSql, ...args);
+        },
+        statements: (o2) => [randomRangesSql(o2)]
+      },
+      bulk_insert: {
+        make: (conn2, w2) => () => {
+          w2.bulkSize += 1;
+          const row = `(${w2.bulkSize},${w2.bulkSize})`;
+          if (w2.bulkLen + row.length + 1 + (w2.bulkRows.length > 0 ? 1 : 0) > BULK_PACKET) flushBulk(conn2, w2);
+          w2.bulkLen += row.length + (w2.bulkRows.length > 0 ? 1 : 0);
+          w2.bulkRows.push(row);
+        }
+      }
+    };
+    LOOP_PARTS = {
+      point_selects: ["point_selects"],
+      range_selects: ["simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges"],
+      index_updates: ["index_updates"],
+      non_index_updates: ["non_index_updates"],
+      delete_inserts: ["deletes", "inserts"]
+    };
+    BULK_PACKET = 512 * 1024;
+  }
+});
+
 // k6/lib/steps.js
 function connectSeconds(o2, threads) {
   if (o2.connect_time !== "auto") return o2.connect_time;
@@ -282,6 +747,21 @@ function gateParties(o2, data, threads) {
 function gateNames(testid2, threads) {
   return { connected: histName(testid2, threads, "connected"), go: histName(testid2, threads, "go") };
 }
+function threadsPerVu(o2, threads) {
+  const k = o2.threads_per_vu;
+  if (!loopRuns(o2)) {
+    if (k !== "auto" && k > 1) {
+      throw new OptionError(`invalid option threads_per_vu=${k}: only the native loop runs several threads per VU (native_loop on, no rate, a workload of point selects, ranges, updates and delete/inserts; ${o2.workload}${o2.rate ? ` with rate=${o2.rate}` : ""}${o2.native_loop ? "" : " with native_loop off"} is not): use threads_per_vu=1 or auto`);
+    }
+    return 1;
+  }
+  if (k !== "auto") return k;
+  const t = CONTRACT.timing;
+  return threads >= t.threads_per_vu_from ? t.threads_per_vu_auto : 1;
+}
+function stepVus(o2, threads) {
+  return Math.ceil(threads / threadsPerVu(o2, threads));
+}
 function stepScenarios(o2, fn = "default") {
   const scenarios = {};
   let offset = 0;
@@ -290,7 +770,7 @@ function stepScenarios(o2, fn = "default") {
     scenarios[`t${n}`] = {
       executor: "constant-vus",
       exec: fn,
-      vus: n,
+      vus: stepVus(o2, n),
       duration: `${len}s`,
       startTime: `${offset}s`,
       gracefulStop: `${o2.grace_time}s`,
@@ -326,6 +806,7 @@ function histName(testid2, threads, kind = "") {
 var init_steps = __esm({
   "k6/lib/steps.js"() {
     init_config();
+    init_sysbench();
   }
 });
 
@@ -872,453 +1353,17 @@ var init_summary = __esm({
 // k6/src/oltp.js
 init_config();
 init_rand();
+init_sysbench();
+init_metrics();
+init_conn();
 import exec4 from "k6/execution";
 import { sleep as sleep4 } from "k6";
 import tbs10 from "k6/x/tbs";
 
-// k6/lib/conn.js
-init_config();
-import sql from "k6/x/sql";
-import driver from "k6/x/sql/driver/mysql";
-import { sleep } from "k6";
-import tbs4 from "k6/x/tbs";
-
-// k6/lib/metrics.js
-import { Counter, Gauge } from "k6/metrics";
-import tbs3 from "k6/x/tbs";
-var metrics = {
-  queries: new Counter("oltp_queries"),
-  transactions: new Counter("oltp_transactions"),
-  errors: new Counter("oltp_errors"),
-  reconnects: new Counter("oltp_reconnects"),
-  marker: new Gauge("oltp_marker")
-};
-var tally = tbs3.tally("run");
-var tallyCounts = tally.countFn();
-
-// k6/lib/conn.js
-var LOST = /* @__PURE__ */ new Set([2013, 2055, 2006, 2011, 2003]);
-var PREPARE = "/*tbs:prepare*/ ";
-function openDb(o2) {
-  return sql.open(driver, dsn(o2), { max_open_conns: 1, max_idle_conns: 1 });
-}
-function errorCode(e) {
-  const m = String(e && e.message || e);
-  const r = /Error (\d{3,5})\b/.exec(m);
-  if (r) return Number(r[1]);
-  if (/context canceled|context deadline exceeded/.test(m)) return "canceled";
-  if (/dial tcp|connection refused|no such host|network is unreachable/.test(m)) return 2003;
-  if (/invalid connection|bad connection|broken pipe|connection reset|EOF|use of closed network connection|i\/o timeout/i.test(m)) return 2013;
-  return "unknown";
-}
-function isIgnored(o2, code) {
-  return o2.mysql_ignore_errors === "all" || o2.mysql_ignore_errors.includes(code);
-}
-var Conn = class {
-  constructor(o2) {
-    this.o = o2;
-    this.db = null;
-    this.x = tbs4.execer();
-    this.ex = this.x.exec;
-    this.exn = this.x.execCount;
-    this.n = [0, 0, 0, 0];
-    this.inTx = false;
-    this.samples = null;
-  }
-  // open drops the current connection (if any) and makes a new pool; the server connection
-  // is made by the first statement (connect()).
-  open() {
-    this.close();
-    this.db = openDb(this.o);
-    this.x.use(this.db);
-    this.inTx = false;
-  }
-  close() {
-    if (this.db) {
-      try {
-        this.db.close();
-      } catch (_) {
-      }
-    }
-    this.db = null;
-    this.x.use(null);
-  }
-  // connect opens the server connection and prepares `statements` on it, as sysbench's
-  // thread_init connects and prepares. Throws what the server or the network said.
-  connect(statements2) {
-    if (!this.db) this.open();
-    if (statements2.length === 0) this.db.query("SELECT 1");
-    for (const s of statements2) this.ex(PREPARE + s);
-  }
-  // (the OLTP events call this.ex / this.exn themselves and count: sysbench.js)
-  read(q, ...args) {
-    this.ex(q, ...args);
-    this.n[READS]++;
-  }
-  write1(q, a) {
-    this.counted(this.exn(q, a));
-  }
-  counted(rows) {
-    this.n[rows > 0 ? WRITES : OTHERS]++;
-  }
-  text(q) {
-    this.counted(this.exn(q));
-  }
-  begin() {
-    this.ex("BEGIN");
-    this.n[OTHERS]++;
-    this.inTx = true;
-  }
-  commit() {
-    this.ex("COMMIT");
-    this.n[OTHERS]++;
-    this.inTx = false;
-  }
-  // After a failed statement inside a transaction: roll back before the event restarts,
-  // so nothing of the failed attempt is committed by the next BEGIN. (sysbench 1.0.20 does
-  // not roll back: its next BEGIN commits the failed attempt's earlier statements. A
-  // deliberate difference: docs/CONTRACT.md.)
-  rollback() {
-    if (!this.inTx) return;
-    this.inTx = false;
-    try {
-      this.ex("ROLLBACK");
-      this.n[OTHERS]++;
-    } catch (_) {
-    }
-  }
-  // flush adds the counts gathered since the last flush to the metrics and the run's tally
-  // (events run in batches; runEvents flushes at least every FLUSH_MS and at every step
-  // boundary).
-  flush() {
-    if (this.samples) this.samples.flush();
-    const n = this.n;
-    if (n[READS]) metrics.queries.add(n[READS], READ);
-    if (n[WRITES]) metrics.queries.add(n[WRITES], WRITE);
-    if (n[OTHERS]) metrics.queries.add(n[OTHERS], OTHER);
-    if (n[TXS]) metrics.transactions.add(n[TXS]);
-    if (n[READS] || n[WRITES] || n[OTHERS] || n[TXS]) tallyCounts(n[READS], n[WRITES], n[OTHERS], n[TXS]);
-    n[READS] = 0;
-    n[WRITES] = 0;
-    n[OTHERS] = 0;
-    n[TXS] = 0;
-  }
-};
-var READS = 0;
-var WRITES = 1;
-var OTHERS = 2;
-var TXS = 3;
-var READ = { kind: "read" };
-var WRITE = { kind: "write" };
-var OTHER = { kind: "other" };
-function connectUntil(conn2, statements2, deadline) {
-  let pause = 10;
-  for (; ; ) {
-    try {
-      conn2.open();
-      conn2.connect(statements2);
-      return true;
-    } catch (e) {
-      if (errorCode(e) === "canceled") return false;
-      const left = deadline - Date.now();
-      if (left <= 0) return false;
-      sleep(Math.min(pause, left) / 1e3);
-      pause = Math.min(pause * 2, 200);
-    }
-  }
-}
-
-// k6/lib/sysbench.js
-init_config();
-import tbs5 from "k6/x/tbs";
-var C_TEMPLATE = "###########-###########-###########-###########-###########-###########-###########-###########-###########-###########";
-var PAD_TEMPLATE = "###########-###########-###########-###########-###########";
-var SQL = {
-  point_selects: "SELECT c FROM sbtest%u WHERE id=?",
-  simple_ranges: "SELECT c FROM sbtest%u WHERE id BETWEEN ? AND ?",
-  sum_ranges: "SELECT SUM(k) FROM sbtest%u WHERE id BETWEEN ? AND ?",
-  order_ranges: "SELECT c FROM sbtest%u WHERE id BETWEEN ? AND ? ORDER BY c",
-  distinct_ranges: "SELECT DISTINCT c FROM sbtest%u WHERE id BETWEEN ? AND ? ORDER BY c",
-  index_updates: "UPDATE sbtest%u SET k=k+1 WHERE id=?",
-  non_index_updates: "UPDATE sbtest%u SET c=? WHERE id=?",
-  deletes: "DELETE FROM sbtest%u WHERE id=?",
-  inserts: "INSERT INTO sbtest%u (id, k, c, pad) VALUES (?, ?, ?, ?)"
-};
-function textsOf(w2, key) {
-  const texts = [null];
-  for (let t = 1; t <= w2.o.tables; t++) texts.push(SQL[key].replace("%u", String(t)));
-  return texts;
-}
-function pointSelectsOf(conn2, w2) {
-  const { ex, n: counts } = conn2;
-  const texts = textsOf(w2, "point_selects");
-  const { uniform, def } = w2.rand;
-  const tables = w2.o.tables;
-  const size = w2.o.table_size;
-  const n = w2.count("point_selects");
-  return () => {
-    const s = texts[uniform(1, tables)];
-    for (let i = 0; i < n; i++) {
-      ex(s, def(1, size));
-      counts[READS]++;
-    }
-  };
-}
-function rangeOf(conn2, w2, key) {
-  const { ex, n: counts } = conn2;
-  const texts = textsOf(w2, key);
-  const { uniform, def } = w2.rand;
-  const tables = w2.o.tables;
-  const size = w2.o.table_size;
-  const n = w2.count(key);
-  const span = w2.o.range_size - 1;
-  return () => {
-    const s = texts[uniform(1, tables)];
-    for (let i = 0; i < n; i++) {
-      const id = def(1, size);
-      ex(s, id, id + span);
-      counts[READS]++;
-    }
-  };
-}
-function rangeSelectsOf(conn2, w2) {
-  if (!w2.o.range_selects) return () => {
-  };
-  const simple = rangeOf(conn2, w2, "simple_ranges");
-  const sum = rangeOf(conn2, w2, "sum_ranges");
-  const order = rangeOf(conn2, w2, "order_ranges");
-  const distinct = rangeOf(conn2, w2, "distinct_ranges");
-  return () => {
-    simple();
-    sum();
-    order();
-    distinct();
-  };
-}
-function indexUpdatesOf(conn2, w2) {
-  const { exn, n: counts } = conn2;
-  const texts = textsOf(w2, "index_updates");
-  const { uniform, def } = w2.rand;
-  const tables = w2.o.tables;
-  const size = w2.o.table_size;
-  const n = w2.count("index_updates");
-  return () => {
-    const s = texts[uniform(1, tables)];
-    for (let i = 0; i < n; i++) counts[exn(s, def(1, size)) > 0 ? WRITES : OTHERS]++;
-  };
-}
-function nonIndexUpdatesOf(conn2, w2) {
-  const { exn, n: counts } = conn2;
-  const texts = textsOf(w2, "non_index_updates");
-  const { uniform, def, string } = w2.rand;
-  const tables = w2.o.tables;
-  const size = w2.o.table_size;
-  const n = w2.count("non_index_updates");
-  return () => {
-    const s = texts[uniform(1, tables)];
-    for (let i = 0; i < n; i++) counts[exn(s, string(C_TEMPLATE), def(1, size)) > 0 ? WRITES : OTHERS]++;
-  };
-}
-function deleteInsertsOf(conn2, w2) {
-  const { exn, n: counts } = conn2;
-  const deletes = textsOf(w2, "deletes");
-  const inserts = textsOf(w2, "inserts");
-  const { uniform, def, string } = w2.rand;
-  const tables = w2.o.tables;
-  const size = w2.o.table_size;
-  const n = w2.count("delete_inserts");
-  return () => {
-    const t = uniform(1, tables);
-    for (let i = 0; i < n; i++) {
-      const id = def(1, size);
-      const k = def(1, size);
-      const c = string(C_TEMPLATE);
-      const pad = string(PAD_TEMPLATE);
-      counts[exn(deletes[t], id) > 0 ? WRITES : OTHERS]++;
-      counts[exn(inserts[t], id, k, c, pad) > 0 ? WRITES : OTHERS]++;
-    }
-  };
-}
-function inTrx(conn2, w2, parts) {
-  const body = parts.length === 1 ? parts[0] : () => {
-    for (const p of parts) p();
-  };
-  if (w2.o.skip_trx) return body;
-  const { ex, n: counts } = conn2;
-  return () => {
-    ex("BEGIN");
-    counts[OTHERS]++;
-    conn2.inTx = true;
-    body();
-    ex("COMMIT");
-    counts[OTHERS]++;
-    conn2.inTx = false;
-  };
-}
-var PARTS2 = {
-  point_selects: { make: pointSelectsOf, prepares: (o2, count) => count("point_selects") > 0 ? ["point_selects"] : [] },
-  range_selects: {
-    make: rangeSelectsOf,
-    prepares: (o2, count) => o2.range_selects ? ["simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges"].filter((k) => count(k) > 0) : []
-  },
-  index_updates: { make: indexUpdatesOf, prepares: (o2, count) => count("index_updates") > 0 ? ["index_updates"] : [] },
-  non_index_updates: { make: nonIndexUpdatesOf, prepares: (o2, count) => count("non_index_updates") > 0 ? ["non_index_updates"] : [] },
-  delete_inserts: { make: deleteInsertsOf, prepares: (o2, count) => count("delete_inserts") > 0 ? ["deletes", "inserts"] : [] },
-  // oltp_delete.lua's event: one DELETE
-  delete: {
-    make: (conn2, w2) => {
-      const texts = textsOf(w2, "deletes");
-      return () => conn2.write1(texts[w2.rand.uniform(1, w2.o.tables)], w2.rand.def(1, w2.o.table_size));
-    },
-    prepares: () => ["deletes"]
-  },
-  // oltp_insert.lua's event: one INSERT as text
-  insert: {
-    make: (conn2, w2) => () => {
-      const table = `sbtest${w2.rand.uniform(1, w2.o.tables)}`;
-      const k = w2.rand.def(1, w2.o.table_size);
-      const c = w2.rand.string(C_TEMPLATE);
-      const pad = w2.rand.string(PAD_TEMPLATE);
-      const id = w2.o.auto_inc ? 0 : w2.unique.next() - 2147483648;
-      conn2.text(`INSERT INTO ${table} (id, k, c, pad) VALUES (${id}, ${k}, '${c}', '${pad}')`);
-    }
-  },
-  // select_random_*: each thread draws from its own slice of k values, [rmin, rmax] with
-  // rmin = trunc(rlen * thread_id), rmax = trunc(rlen * thread_id + rlen) where rlen =
-  // table_size / threads: sysbench computes them in Lua doubles and sb_rand() takes
-  // uint32_t arguments, which truncates them (workState).
-  random_points: {
-    make: (conn2, w2) => () => {
-      const args = new Array(w2.o.random_points);
-      for (let i = 0; i < args.length; i++) args[i] = w2.rand.def(w2.rmin, w2.rmax);
-      conn2.read(w2.randomPointsSql, ...args);
-    },
-    statements: (o2) => [randomPointsSql(o2)]
-  },
-  random_ranges: {
-    make: (conn2, w2) => () => {
-      const args = new Array(w2.o.number_of_ranges * 2);
-      for (let i = 0; i < args.length; i += 2) {
-        const v = w2.rand.def(w2.rmin, w2.rmax);
-        args[i] = v;
-        args[i + 1] = v + w2.o.delta;
-      }
-      conn2.read(w2.randomRangesSql, ...args);
-    },
-    statements: (o2) => [randomRangesSql(o2)]
-  },
-  bulk_insert: {
-    make: (conn2, w2) => () => {
-      w2.bulkSize += 1;
-      const row = `(${w2.bulkSize},${w2.bulkSize})`;
-      if (w2.bulkLen + row.length + 1 + (w2.bulkRows.length > 0 ? 1 : 0) > BULK_PACKET) flushBulk(conn2, w2);
-      w2.bulkLen += row.length + (w2.bulkRows.length > 0 ? 1 : 0);
-      w2.bulkRows.push(row);
-    }
-  }
-};
-function workloadOf(name) {
-  const d = workloadSpec(name);
-  if (!d) throw new Error(`internal: no workload '${name}' in k6/contract.json`);
-  for (const p of d.event) {
-    if (!PARTS2[p]) throw new Error(`k6/contract.json: workload '${name}' declares part '${p}', which k6/lib/sysbench.js has not (parts: ${Object.keys(PARTS2).join(", ")})`);
-  }
-  return d;
-}
-function countOf(o2, name) {
-  const fixed = workloadOf(name).counts || {};
-  return (key) => fixed[key] !== void 0 ? fixed[key] : o2[key];
-}
-function bindEvent(workload, conn2, w2) {
-  const d = workloadOf(workload);
-  const parts = d.event.map((p) => PARTS2[p].make(conn2, w2));
-  if (d.trx) return inTrx(conn2, w2, parts);
-  return parts.length === 1 ? parts[0] : () => {
-    for (const p of parts) p();
-  };
-}
-var LOOP_PARTS = {
-  point_selects: ["point_selects"],
-  range_selects: ["simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges"],
-  index_updates: ["index_updates"],
-  non_index_updates: ["non_index_updates"],
-  delete_inserts: ["deletes", "inserts"]
-};
-function nativeLoop(workload, conn2, w2, rec2) {
-  const d = workloadOf(workload);
-  if (w2.o.rate || !d.event.every((p) => LOOP_PARTS[p])) return null;
-  const texts = {};
-  const counts = {};
-  for (const p of d.event) {
-    for (const k of LOOP_PARTS[p]) texts[k] = textsOf(w2, k).slice(1);
-    if (p !== "range_selects") counts[p] = w2.count(p);
-    else for (const k of LOOP_PARTS[p]) counts[k] = w2.count(k);
-  }
-  return tbs5.loop({
-    parts: d.event,
-    trx: Boolean(d.trx) && !w2.o.skip_trx,
-    counts,
-    texts,
-    tables: w2.o.tables,
-    table_size: w2.o.table_size,
-    range_size: w2.o.range_size,
-    range_selects: Boolean(w2.o.range_selects),
-    c_template: C_TEMPLATE,
-    pad_template: PAD_TEMPLATE
-  }, w2.rand, conn2.x, rec2, conn2);
-}
-var BULK_PACKET = 512 * 1024;
-function flushBulk(conn2, w2) {
-  if (!w2.bulkRows || w2.bulkRows.length === 0) return;
-  const sql3 = w2.bulkPrefix + w2.bulkRows.join(",");
-  w2.bulkRows = [];
-  w2.bulkLen = w2.bulkPrefix.length;
-  conn2.n[WRITES]++;
-  conn2.flush();
-  if (w2.bulkMark) w2.bulkMark.max(w2.bulkSize);
-  conn2.exn(sql3);
-}
-function preparedStatements(o2) {
-  const d = workloadOf(o2.workload);
-  const count = countOf(o2, o2.workload);
-  const keys = [];
-  const once = [];
-  for (const p of d.event) {
-    if (PARTS2[p].prepares) keys.push(...PARTS2[p].prepares(o2, count));
-    if (PARTS2[p].statements) once.push(...PARTS2[p].statements(o2));
-  }
-  const out = [];
-  for (let t = 1; t <= o2.tables && keys.length > 0; t++) for (const k of keys) out.push(SQL[k].replace("%u", String(t)));
-  return out.concat(once);
-}
-function randomPointsSql(o2) {
-  return `SELECT id, k, c, pad FROM sbtest1 WHERE k IN (${Array(o2.random_points).fill("?").join(", ")})`;
-}
-function randomRangesSql(o2) {
-  return `SELECT count(k) FROM sbtest1 WHERE ${Array(o2.number_of_ranges).fill("k BETWEEN ? AND ?").join(" OR ")}`;
-}
-function workState(o2, rand, threadId, threads) {
-  const rlen = o2.table_size / threads;
-  const w2 = {
-    o: o2,
-    rand,
-    threadId,
-    count: countOf(o2, o2.workload),
-    rmin: Math.trunc(rlen * threadId),
-    rmax: Math.trunc(rlen * threadId + rlen),
-    bulkRows: [],
-    bulkSize: 0,
-    bulkPrefix: `INSERT INTO sbtest${threadId + 1} VALUES`,
-    prepared: preparedStatements(o2)
-  };
-  w2.bulkLen = w2.bulkPrefix.length;
-  w2.randomPointsSql = randomPointsSql(o2);
-  w2.randomRangesSql = randomRangesSql(o2);
-  return w2;
-}
-
 // k6/lib/events.js
 init_config();
+init_metrics();
+init_conn();
 import exec from "k6/execution";
 import tbs6 from "k6/x/tbs";
 var NO_TAGS = {};
@@ -1409,28 +1454,32 @@ function runEvents(conn2, event2, w2, o2, until, done2, stepEnd2, now2) {
   conn2.flush();
   return true;
 }
-function runLoop(conn2, loop2, w2, o2, until, stepEnd2, now2) {
-  let t = now2();
-  if (t >= until) return true;
-  let flushAt = t + FLUSH_MS;
-  do {
-    try {
-      t = loop2.run(Math.min(until, flushAt), t);
-    } catch (e) {
-      if (!failed(conn2, e, w2, o2, stepEnd2)) {
-        conn2.flush();
-        return false;
-      }
-      t = loop2.errStart();
+function runLoops(threads, group2, o2, until, stepEnd2, now2) {
+  const t0 = now2();
+  if (t0 >= until) return true;
+  group2.from(t0);
+  for (; ; ) {
+    const k = group2.run(until);
+    if (k < 0) return true;
+    const th = threads[k];
+    const e = group2.error(k);
+    if (!e) {
+      th.conn.flush();
       continue;
     }
-    if (t >= flushAt) {
-      conn2.flush();
-      flushAt = t + FLUSH_MS;
+    let back;
+    try {
+      back = failed(th.conn, e, th.w, o2, stepEnd2);
+    } catch (x) {
+      group2.stop();
+      throw x;
     }
-  } while (t < until);
-  conn2.flush();
-  return true;
+    if (!back) {
+      group2.stop();
+      for (const t of threads) t.conn.flush();
+      return false;
+    }
+  }
 }
 function runQueued(conn2, event2, w2, o2, until, doneDue2, stepEnd2, queue2, now2) {
   let flushAt = now2() + FLUSH_MS;
@@ -1499,11 +1548,12 @@ function hostFacts() {
 }
 
 // k6/lib/progress.js
+init_metrics();
+init_steps();
 import exec2 from "k6/execution";
 import { sleep as sleep2 } from "k6";
 import { Counter as Counter2, Gauge as Gauge2 } from "k6/metrics";
 import tbs8 from "k6/x/tbs";
-init_steps();
 var fmt = (x) => Number.isFinite(x) ? x.toFixed(2) : "n/a";
 function monitorScenario(o2, totalSeconds) {
   const n = Math.max(1, Math.floor(Number(__ENV.TBS_INSTANCES) || 1));
@@ -1609,7 +1659,9 @@ var scenarioInfo = null;
 var vuTags = null;
 var w = null;
 var event = null;
-var loop = null;
+var group = null;
+var mine = [];
+var spare = [];
 var hist = null;
 var respHist = null;
 var queue = null;
@@ -1633,7 +1685,8 @@ function activate(data) {
   scenario = scenarioInfo.name;
   const threads = Number(scenario.slice(1));
   const stepIdx = o.threads.indexOf(threads);
-  const threadId = scenarioInfo.iterationInTest;
+  const perVu = threadsPerVu(o, threads);
+  const threadId = scenarioInfo.iterationInTest * perVu;
   const start = scenarioInfo.startTime;
   const latest = start + connectSeconds(o, threads) * 1e3;
   const parties = gateParties(o, data, threads);
@@ -1650,11 +1703,24 @@ function activate(data) {
     stepEnd = 0;
     return;
   }
-  w = workState(o, makeRand(o, stepIdx * 1048576 + threadId), threadId, threads);
   const seed = o.rand_seed || hashText(data.testid);
-  loop = o.native_loop ? nativeLoop(o.workload, conn, w, rec) : null;
-  event = loop ? null : bindEvent(o.workload, conn, w);
-  w.unique = tbs10.unique(`${data.testid}/unique`, seed, (seed ^ 1540483477) >>> 0, data.instances || 1, data.lane || 0);
+  for (const t of mine) t.conn.close();
+  mine = [];
+  for (let j = 0; j < perVu && threadId + j < threads; j++) {
+    const id = threadId + j;
+    if (j > 0 && !spare[j - 1]) {
+      const c2 = new Conn(o);
+      c2.samples = rec.fork();
+      spare[j - 1] = c2;
+    }
+    const c = j === 0 ? conn : spare[j - 1];
+    const tw = workState(o, makeRand(o, stepIdx * 1048576 + id), id, threads);
+    tw.unique = tbs10.unique(`${data.testid}/unique`, seed, (seed ^ 1540483477) >>> 0, data.instances || 1, data.lane || 0);
+    mine.push({ conn: c, rec: c.samples, w: tw, loop: o.native_loop ? nativeLoop(o.workload, c, tw, c.samples) : null });
+  }
+  w = mine[0].w;
+  group = mine[0].loop ? tbs10.group(mine.map((t) => t.loop), FLUSH_MS) : null;
+  event = group ? null : bindEvent(o.workload, conn, w);
   if (!vuTags) vuTags = exec4.vu.metrics.tags;
   const tags = vuTags;
   tags.testid = data.testid;
@@ -1663,8 +1729,9 @@ function activate(data) {
   tags.instance_id = data.instance_id;
   warming = o.warmup_time > 0;
   tags.warmup = "true";
-  rec.use(null, null);
-  const connected = connectUntil(conn, w.prepared, latest);
+  for (const t of mine) t.rec.use(null, null);
+  let connected = 0;
+  for (const t of mine) if (connectUntil(t.conn, t.w.prepared, latest)) connected++;
   if (connected && o.workload === "bulk_insert") {
     w.bulkMark = tbs10.counter(`${data.testid}/bulk/sbtest${threadId + 1}`);
     const r = conn.db.query(`SELECT COALESCE(MAX(id), 0) AS m FROM sbtest${threadId + 1}`);
@@ -1672,13 +1739,16 @@ function activate(data) {
   }
   hist = tbs10.histogram(histName(data.testid, threads));
   respHist = o.rate ? tbs10.histogram(histName(data.testid, threads, "response")) : null;
-  if (connected) tbs10.counter(`${histName(data.testid, threads)}/ready`).add(1);
+  if (connected) tbs10.counter(`${histName(data.testid, threads)}/ready`).add(connected);
   tbs10.mark(`${histName(data.testid, threads)}/scenario_start`, start);
   let go = latest;
   if (gates) {
-    tbs10.barrier(gates.connected, threads).arrive();
+    const con = tbs10.barrier(gates.connected, threads);
     const gate = tbs10.barrier(gates.go, parties);
-    gate.arrive();
+    for (let j = 0; j < mine.length; j++) {
+      con.arrive();
+      gate.arrive();
+    }
     const at = gate.wait(latest);
     if (at > 0) go = Math.min(at, latest);
     tbs10.mark(`${histName(data.testid, threads)}/go`, go);
@@ -1708,7 +1778,7 @@ function activate(data) {
 function startMeasuring(data) {
   warming = false;
   vuTags.warmup = "false";
-  rec.use(hist, respHist);
+  for (const t of mine) t.rec.use(hist, respHist);
   tbs10.mark(`${histName(data.testid, Number(stepTag))}/cpu_start`, tbs10.cpuSeconds());
   nextCheck = nextStepStart(Number(stepTag), data);
 }
@@ -1725,7 +1795,7 @@ function endStep(data) {
     conn.flush();
   }
   tbs10.mark(`${histName(data.testid, Number(stepTag))}/cpu_end`, tbs10.cpuSeconds());
-  conn.close();
+  for (const t of mine) t.conn.close();
   stepEnd = 0;
 }
 function setup() {
@@ -1788,9 +1858,9 @@ function oltp_default(data) {
     sleep4(1);
     return;
   }
-  const until = Math.min(nextCheck, stepEnd, Date.now() + BATCH_MS);
+  const until = Math.min(nextCheck, stepEnd, mine.length > 1 ? Infinity : Date.now() + BATCH_MS);
   if (queue) runQueued(conn, event, w, o, until, doneDue, stepEnd, queue, now);
-  else if (loop) runLoop(conn, loop, w, o, until, stepEnd, now);
+  else if (group) runLoops(mine, group, o, until, stepEnd, now);
   else runEvents(conn, event, w, o, until, done, stepEnd, now);
   if (Date.now() >= stepEnd) endStep(data);
 }

@@ -57,6 +57,10 @@ K6_RUN = [
     ("point-selects", ["-e", "point_selects=-1"], ["point_selects=-1", "whole number >= 0"]),
     ("skip-trx", ["-e", "skip_trx=perhaps"], ["skip_trx=perhaps", "on/off"]),
     ("range-size", ["-e", "range_size=0"], ["range_size=0", "whole number >= 1"]),
+    ("threads-per-vu-zero", ["-e", "threads_per_vu=0"], ["invalid option threads_per_vu=0: must be auto or a whole number >= 1"]),
+    ("threads-per-vu-js-path", ["-e", "threads_per_vu=4", "-e", "native_loop=off"],
+     ["invalid option threads_per_vu=4: only the native loop runs several threads per VU", "use threads_per_vu=1 or auto"]),
+    ("threads-per-vu-rate", ["-e", "threads_per_vu=2", "-e", "rate=50"], ["threads_per_vu=2", "with rate=50 is not"]),
     ("port-range", ["-e", "mysql_port=70000"], ["mysql_port=70000", "port from 1 to 65535"]),
     ("port-text", ["-e", "mysql_port=abc"], ["mysql_port=abc", "whole number >= 1"]),
     # DSNs: the server is asked, the answer names host, port, user and database (never the password)

@@ -56,8 +56,8 @@ def test_bench_prints_every_figure(stack):
     assert_line(out, rf"^series: tidb {w} 3 steps .*: [1-9]\d* series with its testid")
     assert_line(out, rf"^storage: Prometheus data dir grew {NUM} MiB per hour of run with remote write")
     for prog in ("sysbench", "k6"):
-        assert_line(out, rf"^scale: tidb {prog} 12 threads, 1 s: peak RSS {NUM} MiB \({NUM} KiB per VU\), CPU {NUM} s in all"
-                         rf".*\({NUM} ms per VU\).* from process start to all 12 connected {NUM} s.*p95 {NUM} ms")
+        assert_line(out, rf"^scale: tidb {prog} 12 threads, 1 s: peak RSS {NUM} MiB \({NUM} KiB per thread\), CPU {NUM} s in all"
+                         rf".*\({NUM} ms per thread\).* from process start to all 12 connected {NUM} s.*p95 {NUM} ms")
     assert_line(out, r"vus_ready 12$")
     assert_line(out, rf"^scale: tidb 12 threads k6/sysbench: RSS {NUM}x, CPU {NUM}x, QPS {NUM}x")
     # memory per thread and set-up time, both clients, at each thread count
@@ -93,7 +93,8 @@ def test_bench_soak_rss(stack):
 def test_bench_bad_input():
     for args, named in ((["--figures", "runs,speed"], "'speed'"), (["--targets", "postgres"], "'postgres'"),
                         (["--workloads", "oltp_nope"], "'oltp_nope'"), (["--pin-db", "1", "--pin-client", "1"], "1"),
-                        (["--db", "other"], "'other'"), (["--setup-threads", "100,x"], "'100,x'")):
+                        (["--db", "other"], "'other'"), (["--setup-threads", "100,x"], "'100,x'"),
+                        (["--k6-option", "threads_per_vux=2"], "'threads_per_vux=2'")):
         p = bench(*args, timeout=60)
         assert p.returncode != 0, (args, p.stdout)
         assert "error:" in p.stderr and named in p.stderr, (args, p.stderr)

@@ -41,8 +41,11 @@ def report(sb, testid, tmp_path):
 # kill on both servers (each recovers its own way: TiDB restarts, MariaDB runs crash recovery);
 # the cut network once (our TCP proxy: what the client sees does not depend on the server
 # behind it; tools/faults runs the whole matrix)
-@pytest.mark.parametrize("target,kind", [("tidb", "kill"), ("mariadb", "kill"), ("tidb", "drop")])
-def test_database_fault_mid_step_run_goes_on(sb, target, kind, tmp_path):
+# and the cut network once with two threads in each VU (threads_per_vu=2: k6/x/tbs group), whose
+# threads each lose their connection and reconnect while the VU's other thread waits or goes on
+@pytest.mark.parametrize("target,kind,per_vu", [("tidb", "kill", "auto"), ("mariadb", "kill", "auto"), ("tidb", "drop", "auto"),
+                                                ("mariadb", "drop", "2")])
+def test_database_fault_mid_step_run_goes_on(sb, target, kind, per_vu, tmp_path):
     """The server killed (-9) and started 4 s later, or the network to it cut and refused for
     4 s, 2 s into the first of two steps: the run keeps going, reconnects, ends at its planned
     time with exit 0; the results file and the report name the disturbed step and how long no
@@ -51,13 +54,13 @@ def test_database_fault_mid_step_run_goes_on(sb, target, kind, tmp_path):
     why). 16-s steps: the stack's MariaDB (2 GiB buffer pool) takes 1-6 s of crash
     recovery after kill -9 on a busy machine before it answers again (events again by 12 s)."""
     seconds = 16
-    row = fs.db_fault(sb, target, kind, seconds=seconds, at=2, down=4, steps="2,4")
+    row = fs.db_fault(sb, target, kind, seconds=seconds, at=2, down=4, steps="2,4", k6_opts={"threads_per_vu": per_vu})
     r = row["_run"]
     assert r.returncode == 0, r.output[-3000:]
     steps = r.summary["steps"]
     assert [s["threads"] for s in steps] == [2, 4]
     first, second = steps
-    assert first["reconnects"] >= 2, first  # each of the 2 VUs lost its connection at least once
+    assert first["reconnects"] >= 2, first  # each of the 2 threads lost its connection at least once
     # a lost connection counts as a reconnect, not as an error, as sysbench counts it (other
     # ignorable errors may come with a crash: MariaDB's recovery, TiDB's schema reload)
     lost = sb.prom(f'sum(max_over_time(k6_oltp_errors_total{{testid="{r.testid}",code=~"2013|2003|2006|2055"}}[10m]))')

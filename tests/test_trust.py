@@ -81,11 +81,13 @@ def test_steps_replay_no_keys(stack, target):
     sql(target, f"DROP DATABASE {db}")
 
 
-@pytest.mark.parametrize("target", ["tidb", "mariadb"])
-def test_each_step_has_exactly_its_threads_connected(stack, target):
+@pytest.mark.parametrize("target,per_vu", [("tidb", "auto"), ("mariadb", "auto"), ("tidb", "3"), ("mariadb", "3")])
+def test_each_step_has_exactly_its_threads_connected(stack, target, per_vu):
     """During each step the server's processlist shows exactly `threads` connections of the
-    run: a smaller step after a larger one holds no idle connections of the earlier one."""
-    db = prepared(target, "conns", tables=1, rows=2000)
+    run: a smaller step after a larger one holds no idle connections of the earlier one. Also
+    with three threads per VU (threads_per_vu=3: 3, 1 and 2 VUs, the last with a thread short):
+    every thread of a VU has its own connection, made and closed with its step."""
+    db = prepared(target, f"conns{per_vu}", tables=1, rows=2000)
     samples = []
     stop = threading.Event()
 
@@ -97,7 +99,7 @@ def test_each_step_has_exactly_its_threads_connected(stack, target):
     t = threading.Thread(target=poll)
     t.start()
     try:
-        _, s = run(target, db, "tables=1", "table_size=2000", "threads=8,3,5", "time=3")
+        _, s = run(target, db, "tables=1", "table_size=2000", "threads=8,3,5", "time=3", f"threads_per_vu={per_vu}")
     finally:
         stop.set()
         t.join()

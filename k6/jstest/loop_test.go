@@ -23,7 +23,8 @@ import { parseOptions } from './lib/config.js';
 import { makeRand } from './lib/rand.js';
 import { bindEvent, nativeLoop, workState } from './lib/sysbench.js';
 import { Conn } from './lib/conn.js';
-import { runEvents, runLoop } from './lib/events.js';
+import { runEvents, runLoops } from './lib/events.js';
+import tbs from 'k6/x/tbs';
 
 export function start(env, threadId, threads, stream, native) {
   const o = parseOptions(env);
@@ -33,13 +34,14 @@ export function start(env, threadId, threads, stream, native) {
   conn.connect(w.prepared);
   const event = bindEvent(o.workload, conn, w);
   const loop = native ? nativeLoop(o.workload, conn, w, null) : null;
+  const group = loop ? tbs.group([loop], 200) : null;
   // The clock stands at 0 and a batch ends at 1: both paths run exactly one event (and its
   // restarts), as the first event's end (the real clock) is past the batch's end.
   const clock = () => 0;
   const stepEnd = Date.now() + 5000;
   return {
     native: loop !== null,
-    one: () => (loop ? runLoop(conn, loop, w, o, 1, stepEnd, clock)
+    one: () => (group ? runLoops([{ conn, w }], group, o, 1, stepEnd, clock)
       : runEvents(conn, event, w, o, 1, () => Date.now(), stepEnd, clock)),
     // (the outage markers' values are the wall clock: left out)
     state: () => JSON.stringify({ inTx: conn.inTx, n: conn.n, draws: w.rand.draws(),

@@ -3,6 +3,7 @@ package jstest
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -41,13 +42,16 @@ func TestThreadStepsAreScenariosOneAfterAnother(t *testing.T) {
 	}
 	// connect_time=auto: timing.connect_s + connect_s_per_1000_threads per 1000 threads, rounded up
 	connect := map[int]float64{8: 3, 16: 3, 1000: 10}
+	// threads_per_vu=auto: one thread per VU below timing.threads_per_vu_from (100) threads,
+	// timing.threads_per_vu_auto (8) from there (oltp_read_write runs in the native loop)
+	vus := map[int]float64{8: 8, 16: 16, 1000: 125}
 	start := 0.0
 	for i, n := range []int{8, 16, 1000} {
 		s := sc[fmt.Sprintf("t%d", n)]
 		w := win[i]
 		c := connect[n]
 		length := c + 5 + 30
-		want := map[string]any{"executor": "constant-vus", "exec": "default", "vus": float64(n),
+		want := map[string]any{"executor": "constant-vus", "exec": "default", "vus": vus[n],
 			"duration": fmt.Sprintf("%gs", length), "startTime": fmt.Sprintf("%gs", start), "gracefulStop": "3s",
 			"tags": map[string]any{"threads": fmt.Sprint(n)}}
 		got, _ := json.Marshal(s)
@@ -90,5 +94,53 @@ func TestConnectTimeGiven(t *testing.T) {
 	}
 	if win[1]["connect"] != 2000 || win[1]["start"] != 2000 || win[1]["measure_end"] != 3000 {
 		t.Errorf("connect_time=0: %v", win)
+	}
+}
+
+// threads_per_vu: the VUs of a step are its threads divided by the threads each VU runs,
+// rounded up; only the native loop runs more than one thread per VU.
+func TestThreadsPerVu(t *testing.T) {
+	h := New(t, "")
+	for _, c := range []struct {
+		env  map[string]string
+		want map[string]float64
+	}{
+		{map[string]string{"threads": "8,3,100", "threads_per_vu": "3"}, map[string]float64{"t8": 3, "t3": 1, "t100": 34}},
+		{map[string]string{"threads": "99,100,1500"}, map[string]float64{"t99": 99, "t100": 13, "t1500": 188}},
+		{map[string]string{"threads": "200", "threads_per_vu": "1"}, map[string]float64{"t200": 200}},
+		// the JavaScript path: one thread per VU whatever auto would give
+		{map[string]string{"threads": "200", "workload": "bulk_insert"}, map[string]float64{"t200": 200}},
+		{map[string]string{"threads": "200", "rate": "100"}, map[string]float64{"t200": 200}},
+		{map[string]string{"threads": "200", "native_loop": "off"}, map[string]float64{"t200": 200}},
+		{map[string]string{"threads": "200", "workload": "oltp_insert"}, map[string]float64{"t200": 200}},
+	} {
+		sc, _, _ := stepsOf(t, h, c.env)
+		for name, want := range c.want {
+			if got := sc[name]["vus"]; got != want {
+				t.Errorf("%v: step %s runs %v VUs, want %v", c.env, name, got, want)
+			}
+		}
+	}
+	cfg := h.Import("lib/config.js")
+	steps := h.Import("lib/steps.js")
+	for env, want := range map[string]string{
+		"threads_per_vu=0":                      "invalid option threads_per_vu=0: must be auto or a whole number >= 1",
+		"threads_per_vu=x":                      "invalid option threads_per_vu=x: must be auto or a whole number >= 1",
+		"threads_per_vu=2 native_loop=off":      "invalid option threads_per_vu=2: only the native loop runs several threads per VU",
+		"threads_per_vu=4 rate=10":              "with rate=10 is not): use threads_per_vu=1 or auto",
+		"threads_per_vu=2 workload=bulk_insert": "bulk_insert is not",
+	} {
+		e := map[string]string{}
+		for _, kv := range strings.Fields(env) {
+			k, v, _ := strings.Cut(kv, "=")
+			e[k] = v
+		}
+		o, err := h.Call(cfg, "parseOptions", e)
+		if err == nil {
+			_, err = h.Call(steps, "stepScenarios", o)
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error with %q", env, err, want)
+		}
 	}
 }

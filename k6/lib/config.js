@@ -93,6 +93,10 @@ function parseOne(name, type, raw) {
       if (s.toLowerCase() === 'auto') return 'auto';
       const v = int(); if (!(v >= 0)) throw bad(name, raw, 'must be auto or a whole number >= 0'); return v;
     }
+    case 'auto_int+': {
+      if (s.toLowerCase() === 'auto') return 'auto';
+      const v = int(); if (!(v >= 1)) throw bad(name, raw, 'must be auto or a whole number >= 1'); return v;
+    }
     case 'num0': { const v = Number(s); if (!(s !== '' && v >= 0)) throw bad(name, raw, 'must be a number >= 0'); return v; }
     case 'bool': {
       if (['on', 'true', 'yes', '1'].includes(s.toLowerCase())) return true;

@@ -124,26 +124,37 @@ export function runEvents(conn, event, w, o, until, done, stepEnd, now) {
   return true;
 }
 
-// runLoop is runEvents with the native event loop (k6/x/tbs loop(), sysbench.js nativeLoop):
-// one Go call runs the events until the next flush or `until`, with the same clock, counts
-// and flushes; after an error failed() handles it as runEvents does and the event restarts
-// from its start (loop.errStart()).
-export function runLoop(conn, loop, w, o, until, stepEnd, now) {
-  let t = now();
-  if (t >= until) return true;
-  let flushAt = t + FLUSH_MS;
-  do {
+// runLoops is runEvents with the native event loop (k6/x/tbs loop() and group(), sysbench.js
+// nativeLoop) for the VU's threads (`threads`: { conn, w } each, in the group's order; one,
+// or threads_per_vu): each thread runs its events in Go, on its own connection, a flush
+// interval at a time, with the same clock, counts and flushes as runEvents; the group hands
+// back one thread at a time as it stops, and the others go on meanwhile. A thread that failed
+// is handled by failed() as runEvents handles its error; its event restarts from its start.
+// Returns false when a thread's event did not finish (k6 stopped the VU, or the step ended
+// while the server was away): the group's threads are stopped first.
+export function runLoops(threads, group, o, until, stepEnd, now) {
+  const t0 = now();
+  if (t0 >= until) return true;
+  group.from(t0);
+  for (;;) {
+    const k = group.run(until); // the first thread to stop, or -1: all are at `until`
+    if (k < 0) return true;
+    const th = threads[k];
+    const e = group.error(k);
+    if (!e) { th.conn.flush(); continue; }
+    let back;
     try {
-      t = loop.run(Math.min(until, flushAt), t);
-    } catch (e) {
-      if (!failed(conn, e, w, o, stepEnd)) { conn.flush(); return false; }
-      t = loop.errStart(); // an event starts before `until`: the loop goes on with it
-      continue;
+      back = failed(th.conn, e, th.w, o, stepEnd);
+    } catch (x) { // a fatal error aborts the test: no thread may go on
+      group.stop();
+      throw x;
     }
-    if (t >= flushAt) { conn.flush(); flushAt = t + FLUSH_MS; }
-  } while (t < until);
-  conn.flush();
-  return true;
+    if (!back) {
+      group.stop();
+      for (const t of threads) t.conn.flush();
+      return false;
+    }
+  }
 }
 
 // runQueued is runEvents for rate mode: events come from the step's queue (sysbench's

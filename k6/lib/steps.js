@@ -1,6 +1,7 @@
 // Thread steps as k6 scenarios: one per thread count, run one after another, each with a
 // connect phase, the warm-up and the measured window; their windows and per-step submetrics.
-import { CONTRACT } from './config.js';
+import { CONTRACT, OptionError } from './config.js';
+import { loopRuns } from './sysbench.js';
 
 // connectSeconds(o, threads): the start of each step given to its VUs to connect and prepare
 // their statements before the step's load begins (sysbench's threads do the same in
@@ -29,18 +30,43 @@ export function gateNames(testid, threads) {
   return { connected: histName(testid, threads, 'connected'), go: histName(testid, threads, 'go') };
 }
 
+// threadsPerVu(o, threads): the sysbench threads one VU runs in a step of `threads` (option
+// threads_per_vu; with `auto` 1 below the contract's timing.threads_per_vu_from threads, else
+// timing.threads_per_vu_auto). Only the native loop runs several (k6/x/tbs group()): elsewhere
+// 1, and a number above 1 given for a run without it is bad input.
+export function threadsPerVu(o, threads) {
+  const k = o.threads_per_vu;
+  if (!loopRuns(o)) {
+    if (k !== 'auto' && k > 1) {
+      throw new OptionError(`invalid option threads_per_vu=${k}: only the native loop runs several threads per VU ` +
+        `(native_loop on, no rate, a workload of point selects, ranges, updates and delete/inserts; ${o.workload}` +
+        `${o.rate ? ` with rate=${o.rate}` : ''}${o.native_loop ? '' : ' with native_loop off'} is not): use threads_per_vu=1 or auto`);
+    }
+    return 1;
+  }
+  if (k !== 'auto') return k;
+  const t = CONTRACT.timing;
+  return threads >= t.threads_per_vu_from ? t.threads_per_vu_auto : 1;
+}
+
+// stepVus(o, threads): the VUs of a step of `threads`.
+export function stepVus(o, threads) {
+  return Math.ceil(threads / threadsPerVu(o, threads));
+}
+
 // stepScenarios(o) -> k6 scenarios: one per thread step, run one after another, each
 // connect + warmup_time + time long. Every VU's first iteration of a step connects, then
 // waits for the step's load to begin: no VU starts a second iteration before all have
 // started their first, so the first iterations' numbers (exec.scenario.iterationInTest, k6
-// counts them across load-generator instances too) are the thread ids 0..threads-1.
+// counts them across load-generator instances too) are the VU numbers 0..vus-1: VU i runs
+// the thread ids i*K .. i*K+K-1 below `threads` (K: threadsPerVu).
 export function stepScenarios(o, fn = 'default') {
   const scenarios = {};
   let offset = 0;
   for (const n of o.threads) {
     const len = connectSeconds(o, n) + o.warmup_time + o.time;
     scenarios[`t${n}`] = {
-      executor: 'constant-vus', exec: fn, vus: n,
+      executor: 'constant-vus', exec: fn, vus: stepVus(o, n),
       duration: `${len}s`, startTime: `${offset}s`, gracefulStop: `${o.grace_time}s`,
       tags: { threads: String(n) },
     };

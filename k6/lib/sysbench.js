@@ -254,11 +254,18 @@ const LOOP_PARTS = {
   delete_inserts: ['deletes', 'inserts'],
 };
 
-// nativeLoop(workload, conn, w, rec) -> the VU's native event loop for this step (k6/x/tbs
-// loop(): the event bindEvent makes, run in Go; events.js runLoop runs it), or null when the
-// workload has a part the loop does not run or the step is rate-limited (the JavaScript path
-// runs those). The statement texts and counts are made here, as for bindEvent. rec: the
-// VU's recorder (null: none).
+// loopRuns(o) -> whether oltp.js runs o's workload in the native event loop: native_loop is on,
+// the run is not rate-limited and every part of the workload's event is one the loop runs
+// (the JavaScript path runs the others).
+export function loopRuns(o) {
+  return Boolean(o.native_loop) && !o.rate && workloadOf(o.workload).event.every((p) => LOOP_PARTS[p]);
+}
+
+// nativeLoop(workload, conn, w, rec) -> a thread's native event loop for this step (k6/x/tbs
+// loop(): the event bindEvent makes, run in Go; a group of the VU's threads runs it, events.js
+// runLoops), or null when the workload has a part the loop does not run or the step is
+// rate-limited (the JavaScript path runs those). The statement texts and counts are made
+// here, as for bindEvent. rec: the thread's recorder (null: none).
 export function nativeLoop(workload, conn, w, rec) {
   const d = workloadOf(workload);
   if (w.o.rate || !d.event.every((p) => LOOP_PARTS[p])) return null;

@@ -1,9 +1,10 @@
 // sysbench's OLTP workloads in k6: `k6 run -e workload=oltp_read_write -e threads=150,300 oltp.js`.
 // Options are sysbench 1.0.20's, under its names with `_` for `-` (k6/contract.json lists
-// them; `-e help=1` prints them). One database connection per VU; one k6 scenario per thread
-// step; metrics as in docs/CONTRACT.md.
+// them; `-e help=1` prints them). One database connection per sysbench thread, and one thread
+// per VU or, on the native loop, threads_per_vu of them; one k6 scenario per thread step;
+// metrics as in docs/CONTRACT.md.
 //
-// Each thread step is a separate sysbench run: its VUs open fresh connections and prepare
+// Each thread step is a separate sysbench run: its threads open fresh connections and prepare
 // their statements before the step's load begins, the previous step's connections are
 // closed, every thread id 0..threads-1 is used once, random streams are fresh, and the
 // step's latency goes into its own sysbench histogram (k6/x/tbs).
@@ -15,8 +16,8 @@ import { makeRand } from '../lib/rand.js';
 import { bindEvent, nativeLoop, workState, flushBulk } from '../lib/sysbench.js';
 import { metrics, tally } from '../lib/metrics.js';
 import { Conn, connectUntil, openDb } from '../lib/conn.js';
-import { BATCH_MS, runEvents, runLoop, runQueued } from '../lib/events.js';
-import { connectSeconds, gateNames, gateParties, histName, stepScenarios, stepThresholds, stepWindows } from '../lib/steps.js';
+import { BATCH_MS, FLUSH_MS, runEvents, runLoops, runQueued } from '../lib/events.js';
+import { connectSeconds, gateNames, gateParties, histName, stepScenarios, stepThresholds, stepWindows, threadsPerVu } from '../lib/steps.js';
 import { asText, connectOrExplain, existingTables, globalVariables, targetInfo } from '../lib/target.js';
 import { hostFacts, instanceOf, newTestId } from '../lib/run.js';
 import { monitorScenario, monitor as monitorTick } from '../lib/progress.js';
@@ -54,7 +55,7 @@ function runOptions() {
 
 export const options = __VU === 0 ? runOptions() : undefined;
 
-// ---- per VU
+// ---- per VU (its first sysbench thread's connection and recorder; threads_per_vu adds more)
 const conn = new Conn(o);
 const rec = tbs.recorder('oltp_latency', o.rate ? 'oltp_response_latency' : '');
 // The per-event calls as native functions (k6/x/tbs: rec.done / rec.doneDue without sobek's
@@ -69,9 +70,13 @@ const now = () => tbs.now();
 let scenario = '';
 let scenarioInfo = null; // exec.scenario, built once per VU (its accessors read live state)
 let vuTags = null; // exec.vu.metrics.tags, read once per VU (the same object every time)
-let w = null;
+let w = null; // the first thread's work state
 let event = null; // the step's event (sysbench.js bindEvent), made by activate
-let loop = null; // or its native loop (native_loop, the default: sysbench.js nativeLoop), made by activate
+// or, with native_loop (the default), the group of the VU's threads on the native loop
+// (k6/x/tbs group(): one thread, or threads_per_vu) and the threads: { conn, rec, w } each
+let group = null;
+let mine = [];
+const spare = []; // the VU's further threads' connections and recorders, kept from step to step
 let hist = null;
 let respHist = null;
 let queue = null;
@@ -101,7 +106,8 @@ function activate(data) {
   scenario = scenarioInfo.name;
   const threads = Number(scenario.slice(1));
   const stepIdx = o.threads.indexOf(threads);
-  const threadId = scenarioInfo.iterationInTest; // its accessors read the current scenario's state
+  const perVu = threadsPerVu(o, threads);
+  const threadId = scenarioInfo.iterationInTest * perVu; // its accessors read the current scenario's state
   const start = scenarioInfo.startTime;
   const latest = start + connectSeconds(o, threads) * 1000; // the load's start at the latest
   const parties = gateParties(o, data, threads);
@@ -114,14 +120,28 @@ function activate(data) {
     nextCheck = Infinity; stepEnd = 0;
     return;
   }
-  // seeded runs: one stream per step and thread
-  w = workState(o, makeRand(o, stepIdx * 1048576 + threadId), threadId, threads);
   const seed = o.rand_seed || hashText(data.testid);
-  // one sequence for the whole run (sysbench's is global): no id is given twice, in any
-  // step or by any load generator (lanes interleave the instances' indices)
-  loop = o.native_loop ? nativeLoop(o.workload, conn, w, rec) : null; // null: not a workload it runs
-  event = loop ? null : bindEvent(o.workload, conn, w); // the JavaScript event, where the loop does not run
-  w.unique = tbs.unique(`${data.testid}/unique`, seed, (seed ^ 0x5bd1e995) >>> 0, data.instances || 1, data.lane || 0);
+  for (const t of mine) t.conn.close(); // an earlier step's connections (endStep closed them unless it did not run)
+  mine = [];
+  for (let j = 0; j < perVu && threadId + j < threads; j++) {
+    const id = threadId + j;
+    if (j > 0 && !spare[j - 1]) {
+      const c = new Conn(o);
+      c.samples = rec.fork();
+      spare[j - 1] = c;
+    }
+    const c = j === 0 ? conn : spare[j - 1];
+    // seeded runs: one stream per step and thread
+    const tw = workState(o, makeRand(o, stepIdx * 1048576 + id), id, threads);
+    // one sequence for the whole run (sysbench's is global): no id is given twice, in any
+    // step or by any load generator (lanes interleave the instances' indices)
+    tw.unique = tbs.unique(`${data.testid}/unique`, seed, (seed ^ 0x5bd1e995) >>> 0, data.instances || 1, data.lane || 0);
+    mine.push({ conn: c, rec: c.samples, w: tw, loop: o.native_loop ? nativeLoop(o.workload, c, tw, c.samples) : null });
+  }
+  w = mine[0].w;
+  // null: not a workload the loop runs; then the JavaScript event, and one thread per VU
+  group = mine[0].loop ? tbs.group(mine.map((t) => t.loop), FLUSH_MS) : null;
+  event = group ? null : bindEvent(o.workload, conn, w);
   if (!vuTags) vuTags = exec.vu.metrics.tags; // exec.vu builds a new object at every read
   const tags = vuTags;
   tags.testid = data.testid;
@@ -130,9 +150,10 @@ function activate(data) {
   tags.instance_id = data.instance_id;
   warming = o.warmup_time > 0;
   tags.warmup = 'true'; // the connect phase and the warm-up are not measured
-  rec.use(null, null);
-  // fresh connection and statements, before the load begins
-  const connected = connectUntil(conn, w.prepared, latest);
+  for (const t of mine) t.rec.use(null, null);
+  // fresh connections and statements, before the load begins
+  let connected = 0;
+  for (const t of mine) if (connectUntil(t.conn, t.w.prepared, latest)) connected++;
   if (connected && o.workload === 'bulk_insert') {
     // sysbench's bulk_insert numbers rows from 1 in every run; a step goes on after the
     // ids earlier steps (or runs) wrote, so no key is inserted twice: after the table's
@@ -144,13 +165,13 @@ function activate(data) {
   }
   hist = tbs.histogram(histName(data.testid, threads));
   respHist = o.rate ? tbs.histogram(histName(data.testid, threads, 'response')) : null;
-  if (connected) tbs.counter(`${histName(data.testid, threads)}/ready`).add(1);
+  if (connected) tbs.counter(`${histName(data.testid, threads)}/ready`).add(connected);
   tbs.mark(`${histName(data.testid, threads)}/scenario_start`, start);
   let go = latest;
   if (gates) {
-    tbs.barrier(gates.connected, threads).arrive();
+    const con = tbs.barrier(gates.connected, threads);
     const gate = tbs.barrier(gates.go, parties);
-    gate.arrive();
+    for (let j = 0; j < mine.length; j++) { con.arrive(); gate.arrive(); } // once per thread
     const at = gate.wait(latest); // -1: k6 stopped this VU (the run is ending)
     if (at > 0) go = Math.min(at, latest);
     tbs.mark(`${histName(data.testid, threads)}/go`, go); // every VU of the step has the same go
@@ -176,7 +197,7 @@ function activate(data) {
 function startMeasuring(data) {
   warming = false;
   vuTags.warmup = 'false';
-  rec.use(hist, respHist);
+  for (const t of mine) t.rec.use(hist, respHist);
   tbs.mark(`${histName(data.testid, Number(stepTag))}/cpu_start`, tbs.cpuSeconds());
   nextCheck = nextStepStart(Number(stepTag), data);
 }
@@ -196,7 +217,7 @@ function endStep(data) {
     conn.flush();
   }
   tbs.mark(`${histName(data.testid, Number(stepTag))}/cpu_end`, tbs.cpuSeconds());
-  conn.close();
+  for (const t of mine) t.conn.close();
   stepEnd = 0;
 }
 
@@ -266,10 +287,12 @@ export default function (data) {
     return;
   }
   // Events back to back for up to a second, never across a boundary (the end of the
-  // warm-up, the end of the step): one k6 iteration per batch, not per event.
-  const until = Math.min(nextCheck, stepEnd, Date.now() + BATCH_MS);
+  // warm-up, the end of the step): one k6 iteration per batch, not per event. A VU of several
+  // threads runs up to the boundary in one iteration: at a batch's end each thread would wait
+  // for the VU's slowest event to end.
+  const until = Math.min(nextCheck, stepEnd, mine.length > 1 ? Infinity : Date.now() + BATCH_MS);
   if (queue) runQueued(conn, event, w, o, until, doneDue, stepEnd, queue, now);
-  else if (loop) runLoop(conn, loop, w, o, until, stepEnd, now);
+  else if (group) runLoops(mine, group, o, until, stepEnd, now);
   else runEvents(conn, event, w, o, until, done, stepEnd, now);
   if (Date.now() >= stepEnd) endStep(data);
 }

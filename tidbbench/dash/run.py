@@ -152,11 +152,11 @@ def benchmark_run():
               w=12),
         row("Load generator"),
         panel("timeseries", "k6 VUs",
-              "Virtual users (one connection each) running, and the maximum allocated.",
+              "Virtual users running, and the maximum allocated. A VU runs one sysbench thread (one connection), or threads_per_vu of them: the step's thread count is in the threads label and the step annotations.",
               "short", targets((f"sum(k6_vus{{{k6}}})", "VUs"), (f"sum(k6_vus_max{{{k6}}})", "VUs max")),
               w=12),
         panel("timeseries", "k6 iterations",
-              "k6 iterations per second, as k6 itself counts them: each VU runs its events back to back in iterations of up to one second (events per second are the TPS panel).",
+              "k6 iterations per second, as k6 itself counts them: each VU runs its events back to back in iterations of up to one second, a VU of several threads (threads_per_vu) in one iteration per warm-up and measured window (events per second are the TPS panel).",
               "ops", targets((f"sum(rate(k6_iterations_total{{{k6}}}[{RI}]))", "iterations/s")),
               w=12),
     ]

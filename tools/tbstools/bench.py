@@ -13,7 +13,7 @@ Figures (--figures, default runs,tax,scale,setup; prepare and the --soak-rss mod
   tax      the observability tax: QPS with remote write to Prometheus on / off and with k6's web
            dashboard on / off; Prometheus' own CPU over the runs; the series a 3-step run of each
            workload creates; Prometheus storage per hour of run.
-  scale    k6 RSS and CPU per VU at --scale-threads VUs (1,500: the seeds' top step) against
+  scale    k6 RSS and CPU per thread at --scale-threads threads (1,500: the seeds' top step) against
            sysbench at as many threads, and the time to connect them all.
   setup    memory per thread (peak RSS / threads) and set-up time (from the process' start to
            the step's first measured second) of sysbench and k6 at --setup-threads (100,500,1500),
@@ -153,10 +153,14 @@ def sysbench_cmd(target, workload, extra, command="run", db=None):
             f"--mysql-port={PORTS[target]}", "--mysql-user=sbtest", f"--mysql-db={db or DB + '_sb'}", *extra, command]
 
 
+# --k6-option name=value: more options for every oltp.js run of ours (e.g. threads_per_vu=1)
+K6_OPTIONS = {}
+
+
 def k6_cmd(script, target, opts, db=None):
     cmd = [str(ROOT / "bin/k6"), "run", "--quiet", "--no-usage-report", "-e", f"mysql_port={PORTS[target]}",
            "-e", f"mysql_db={db or DB}"]
-    for k, v in opts.items():
+    for k, v in {**opts, **(K6_OPTIONS if script == "oltp.js" else {})}.items():
         cmd += ["-e", f"{k}={v}"]
     return cmd + [script]
 
@@ -444,7 +448,15 @@ def main():
     ap.add_argument("--pin-db", type=int, default=0)
     ap.add_argument("--pin-client", type=int, default=1)
     ap.add_argument("--db", default=DB, help="database of ours; sysbench's is <db>_sb (both made by prepare.js)")
+    ap.add_argument("--k6-option", action="append", default=[], metavar="NAME=VALUE",
+                    help="an option (k6/contract.json) for every oltp.js run of ours, e.g. threads_per_vu=1; repeatable")
     a = ap.parse_args()
+    for kv in a.k6_option:
+        name, eq, value = kv.partition("=")
+        if not eq or name not in CONTRACT["options"]:
+            sys.exit(f"error: --k6-option '{kv}' must be NAME=VALUE with NAME an option of k6/contract.json "
+                     f"(e.g. threads_per_vu=1)")
+        K6_OPTIONS[name] = value
     targets = [t for t in a.targets.split(",") if t]
     for t in targets:
         if t not in PORTS:

@@ -1,4 +1,4 @@
-"""tools/bench's figures about many threads: `scale` (k6 at 1,500 VUs against sysbench at as many
+"""tools/bench's figures about many threads: `scale` (k6 at 1,500 threads against sysbench at as many
 threads: RSS, CPU, QPS, the time to connect them all) and `setup` (memory per thread and the time
 from the process' start to the step's first measured second, at 100, 500 and 1,500 threads, for
 both clients). `b` is the bench module (tbstools.bench, run as __main__): its run(), commands and
@@ -67,8 +67,8 @@ def figure_scale(b, target, a):
         took = f"{seen['t_all'] - t0:.1f} s" if seen["t_all"] else \
             f"not seen (at most {seen['max']} at once, {seen['t_max'] or 0:.1f} s after start)"
         res[prog] = (rss, cpu, qps)
-        print(f"scale: {target} {prog} {n} threads, {a.seconds} s: peak RSS {rss:.0f} MiB ({rss * 1024 / n:.0f} KiB per VU), "
-              f"CPU {cpu:.1f} s in all: start-up, connections and load ({cpu / n * 1000:.1f} ms per VU), QPS {qps:.0f}; "
+        print(f"scale: {target} {prog} {n} threads, {a.seconds} s: peak RSS {rss:.0f} MiB ({rss * 1024 / n:.0f} KiB per thread), "
+              f"CPU {cpu:.1f} s in all: start-up, connections and load ({cpu / n * 1000:.1f} ms per thread), QPS {qps:.0f}; "
               f"from process start to all {n} connected {took}{extra}", flush=True)
     (sr, sc, sq), (kr, kc, kq) = res["sysbench"], res["k6"]
     print(f"scale: {target} {n} threads k6/sysbench: RSS {kr / sr:.1f}x, CPU {kc / sc:.1f}x, QPS {kq / sq:.2f}x", flush=True)

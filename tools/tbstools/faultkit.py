@@ -67,11 +67,11 @@ def k6_qps_between(sb, testid, t0, t1):
 
 
 def db_fault(sb, target, kind, tool="k6", seconds=20, at=5, down=5, threads=4, workload=None,
-             tables=2, table_size=2000, steps=None):
+             tables=2, table_size=2000, steps=None, k6_opts=None):
     """A database fault during a step: kind = kill (kill -9 at `at`, started again `down` s
     later), drop (the network to it cut and refused for `down` s), stop (stopped at `at` for
     longer than the step; started again after the run). tool = k6 or sysbench (1.0.20).
-    workload: workload_for(target, kind) unless given."""
+    workload: workload_for(target, kind) unless given. k6_opts: more k6 options (-e)."""
     workload = workload or workload_for(target, kind)
     port = None
     proxy = None
@@ -100,6 +100,7 @@ def db_fault(sb, target, kind, tool="k6", seconds=20, at=5, down=5, threads=4, w
                 opts["preset"] = "tidb"
             else:
                 opts["mysql_ignore_errors"] = K6_IGNORE[target]
+            opts.update(k6_opts or {})
             r = sb.k6_run(target, opts, faults=faults, port=port)
             st = r.summary.get("steps") or []
             s0 = st[0] if st else {}

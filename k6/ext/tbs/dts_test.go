@@ -134,7 +134,7 @@ func TestIndexDtsIsTheGoModule(t *testing.T) {
 		ifaceOf[typ] = name
 	}
 	// the module's methods that build native objects, and the interfaces they are
-	nativeRet := map[string]string{"execer": "Execer", "rand": "Rand", "loop": "Loop"}
+	nativeRet := map[string]string{"execer": "Execer", "rand": "Rand", "loop": "Loop", "group": "Group"}
 	for iface, typ := range reflected {
 		decl, ok := dts[iface]
 		if !ok {
@@ -168,7 +168,7 @@ func TestIndexDtsIsTheGoModule(t *testing.T) {
 			if want != "" && d.ret != want {
 				t.Errorf("index.d.ts: %s.%s returns %s, Go returns %s", iface, js, d.ret, want)
 			}
-			if want == "" && (reflected[d.ret] != nil || d.ret == "Execer" || d.ret == "Rand" || d.ret == "Loop") {
+			if want == "" && (reflected[d.ret] != nil || d.ret == "Execer" || d.ret == "Rand" || d.ret == "Loop" || d.ret == "Group") {
 				t.Errorf("index.d.ts: %s.%s returns %s, Go does not", iface, js, d.ret)
 			}
 		}
@@ -193,7 +193,12 @@ func TestIndexDtsIsTheGoModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for iface, o := range map[string]*sobek.Object{"Execer": ex, "Rand": r, "RandByName": by, "Loop": lp} {
+	arr := rt.NewArray(lp)
+	gr, err := m.Group(arr, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for iface, o := range map[string]*sobek.Object{"Execer": ex, "Rand": r, "RandByName": by, "Loop": lp, "Group": gr} {
 		keys := o.Keys()
 		sort.Strings(keys)
 		sameNames(t, iface, keys, sortedKeys(dts[iface]))

@@ -89,8 +89,10 @@ export interface Tbs {
   /** A VU's sysbench random numbers (sb_rand.c) for the options in `spec`. Throws on a bad rand_type. */
   rand(spec: RandSpec): Rand;
 
-  /** oltp.js native_loop (the default): a VU's native event loop for one step of a parts-based workload (k6/ext/tbs/loop.go): `rand` from rand(), `execer` from execer(), `rec` its recorder (null: none), `conn` the conn.js Conn whose `n` and `inTx` it keeps. */
+  /** oltp.js native_loop (the default): the native event loop of one sysbench thread for one step of a parts-based workload (k6/ext/tbs/loop.go): `rand` from rand(), `execer` from execer(), `rec` its recorder (null: none), `conn` the conn.js Conn whose `n` and `inTx` it keeps. group() runs it. */
   loop(spec: LoopSpec, rand: Rand, execer: Execer, rec: Recorder | null, conn: object): Loop;
+  /** A VU's threads (threads_per_vu; one loop() each, in thread id order), run at once, a goroutine per thread, each `flushMs` (flush_ms) at a time (k6/ext/tbs/group.go; k6/lib/events.js runLoops drives it). */
+  group(loops: Loop[], flushMs: number): Group;
 }
 
 declare const tbs: Tbs;
@@ -143,6 +145,8 @@ export interface LatencyHistogramSpec {
 
 /** Ends a VU's events: latency into the step's histogram (and the tally), a k6 Trend sample (batched). */
 export interface Recorder {
+  /** A recorder for another thread of the VU (threads_per_vu): the same metrics and tally, samples of its own. */
+  fork(): Recorder;
   /** Sets the histograms the next events go to (null: none, e.g. during warm-up); sends the samples gathered so far. */
   use(h: Histogram | null, rh: Histogram | null): void;
   /** Every event's latency, warm-up included, also goes to tally `t` (null: no more). */
@@ -230,12 +234,20 @@ export interface LoopSpec {
   pad_template: string;
 }
 
-/** A VU's native event loop (k6/ext/tbs/loop.go; k6/lib/events.js runLoop drives it). */
+/** One sysbench thread's native event loop (k6/ext/tbs/loop.go): a handle for group(), no methods. */
 export interface Loop {
-  /** Runs events back to back, the first from `start`, until one ends at or after `until` (at least one); returns the last end. Throws the driver's error after adding the counts to conn.n. */
-  run(until: number, start: number): number;
-  /** The start of the event the last throw ended (it restarts from there). */
-  errStart(): number;
+}
+
+/** A VU's threads on the native loop (k6/ext/tbs/group.go). */
+export interface Group {
+  /** Every thread's next event starts at `t` (epoch ms). */
+  from(t: number): void;
+  /** Starts each thread behind `until` (and without an error not yet taken) on its events for one flush interval or until `until`, and returns the first thread to stop (its counts added to its conn.n), or -1 when every thread's last event ended at or after `until`. The other threads go on. */
+  run(until: number): number;
+  /** The error (a GoError) thread `k`'s last run ended with, or null; taken once: the next run() restarts its event from its start. */
+  error(k: number): Error | null;
+  /** Ends every thread at its next event's end and waits for them; their errors are dropped. */
+  stop(): void;
 }
 
 /** The options a Rand is made from (sysbench's, plus the VU's stream). */

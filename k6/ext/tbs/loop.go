@@ -5,9 +5,10 @@ package tbs
 // range_selects, index_updates, non_index_updates and delete_inserts, with or without
 // BEGIN/COMMIT) run back to back in Go, without a JavaScript call per statement or per event.
 //
-// JavaScript declares the workload once per VU and step (k6/lib/sysbench.js nativeLoop: the
-// parts, the counts, the statement texts, built there so the SQL has one source) and
-// k6/lib/events.js runLoop calls run() once per flush interval. What the loop does is what
+// JavaScript declares the workload once per sysbench thread and step (k6/lib/sysbench.js
+// nativeLoop: the parts, the counts, the statement texts, built there so the SQL has one
+// source); a VU's threads (one, or threads_per_vu) go into one group (group.go), whose run()
+// k6/lib/events.js runLoops calls once per flush interval. What the loop does is what
 // sysbench.js's bound event does, in the same order: the same random stream (rand.go, the
 // VU's own Rand) draws the table, then per statement its ids and strings, with a part whose
 // count is 0 still drawing its table; the statements go to the VU's Execer's pool, a run()
@@ -16,13 +17,14 @@ package tbs
 // queries are counted by kind as the JavaScript counts them (reads; writes when rows changed,
 // else other; BEGIN and COMMIT other) and each event's latency goes to the VU's Recorder.
 //
-// On an error run() adds its counts to conn.n, sets conn.inTx as the JavaScript would have
-// left it, and throws the error as exec does (a GoError with the driver's message); the
-// failed event's start is errStart(). events.js's failed() handles the error as for the
-// JavaScript path and runLoop restarts the event from that start.
+// On an error the group adds the thread's counts to its conn.n, sets conn.inTx as the
+// JavaScript would have left it, and returns the error as exec throws it (a GoError with the
+// driver's message); events.js's failed() handles it as for the JavaScript path and the next
+// run() restarts the event from its start.
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/grafana/sobek"
 )
@@ -50,15 +52,16 @@ const (
 )
 
 type loop struct {
-	r        *Rand
-	e        *Execer
-	rec      *Recorder // nil: the clock only (tests)
-	b        batch     // the statements of one run() (batch.go)
-	trx      bool
-	parts    []func() error
-	n        [4]float64 // counts since the last return to JavaScript
-	inTx     bool
-	errStart float64
+	r     *Rand
+	e     *Execer
+	rec   *Recorder // nil: the clock only (tests)
+	b     batch     // the statements of one run() (batch.go)
+	trx   bool
+	parts []func() error
+	n     [4]float64 // counts since the last return to JavaScript
+	inTx  bool
+	stop  *atomic.Bool // set: end run() at the next event's end (group.go's stop; nil: never)
+	sync  func()       // adds n to the thread's conn.n and sets its conn.inTx (the JS goroutine only)
 }
 
 // texts returns key's statement texts, indexed by table (index 0 unused).
@@ -216,15 +219,16 @@ func (l *loop) event() error {
 	return nil
 }
 
-// run runs events from t until one ends at or after until (see run() in Loop) on one batch of
-// the VU's connection, given back before it returns. Returns the last event's end, or the
-// error of an event, whose start is then errStart.
+// run runs events back to back on one batch of the thread's connection, given back before it
+// returns: the first from t (epoch ms: the previous event's end, or a failed event's start to
+// restart it), each next one from the previous one's end, until an event ends at or after
+// until (at least one event) or stop is set. Returns the last event's end, or the error of an
+// event and that event's start.
 func (l *loop) run(until, t float64) (float64, error) {
 	l.b.e, l.b.ctx = l.e, l.e.m.vu.Context()
 	defer l.b.end(nil)
 	for {
 		if err := l.event(); err != nil {
-			l.errStart = t
 			return t, err
 		}
 		l.n[nTxs]++
@@ -233,27 +237,28 @@ func (l *loop) run(until, t float64) (float64, error) {
 		} else {
 			t = now()
 		}
-		if t >= until {
+		if t >= until || (l.stop != nil && l.stop.Load()) {
 			return t, nil
 		}
 	}
 }
 
-// Loop makes a VU's native event loop for one step: spec is the workload, rand the VU's
-// random numbers (rand()), execer its statement runner (execer()), rec its recorder (null:
-// none), conn the conn.js Conn whose n and inTx it keeps as the JavaScript does.
+// Loop makes the native event loop of one sysbench thread for one step: spec is the workload,
+// rand the thread's random numbers (rand()), execer its statement runner (execer()), rec its
+// recorder (null: none), conn the conn.js Conn whose n and inTx it keeps as the JavaScript
+// does. The object is a handle for group(), which runs it.
 func (m *Module) Loop(spec LoopSpec, rand, execer sobek.Value, rec *Recorder, conn sobek.Value) (*sobek.Object, error) {
 	rt := m.vu.Runtime()
 	r, ok := goValue[*Rand](rand, "_rand")
 	if !ok {
-		return nil, fmt.Errorf("k6/x/tbs: loop needs the VU's rand(), got %v", rand)
+		return nil, fmt.Errorf("k6/x/tbs: loop needs the thread's rand(), got %v", rand)
 	}
 	e, ok := goValue[*Execer](execer, "_execer")
 	if !ok {
-		return nil, fmt.Errorf("k6/x/tbs: loop needs the VU's execer(), got %v", execer)
+		return nil, fmt.Errorf("k6/x/tbs: loop needs the thread's execer(), got %v", execer)
 	}
 	if conn == nil || sobek.IsNull(conn) || sobek.IsUndefined(conn) {
-		return nil, fmt.Errorf("k6/x/tbs: loop needs the VU's Conn")
+		return nil, fmt.Errorf("k6/x/tbs: loop needs the thread's Conn")
 	}
 	c := conn.ToObject(rt)
 	l := &loop{r: r, e: e, rec: rec, trx: spec.Trx}
@@ -266,7 +271,7 @@ func (m *Module) Loop(spec LoopSpec, rand, execer sobek.Value, rec *Recorder, co
 	}
 	// give JavaScript the counts (conn.n, read by conn.flush) and the transaction state
 	// (conn.inTx, read by conn.rollback) before any return
-	sync := func() {
+	l.sync = func() {
 		n := c.Get("n").ToObject(rt)
 		for i, v := range l.n {
 			if v != 0 {
@@ -278,22 +283,7 @@ func (m *Module) Loop(spec LoopSpec, rand, execer sobek.Value, rec *Recorder, co
 		_ = c.Set("inTx", l.inTx)
 	}
 	o := rt.NewObject()
-	// run(until, start) runs events back to back, the first from `start` (epoch ms, the
-	// previous event's end, or a failed event's start to restart it), each next one from the
-	// previous one's end, until an event ends at or after `until`: at least one event, as
-	// events.js's runEvents loop. Returns the last event's end.
-	err := o.Set("run", func(call sobek.FunctionCall) sobek.Value {
-		t, err := l.run(call.Argument(0).ToFloat(), call.Argument(1).ToFloat())
-		sync()
-		if err != nil {
-			panic(rt.NewGoError(err))
-		}
-		return rt.ToValue(t)
-	})
-	if err == nil {
-		err = o.Set("errStart", func(sobek.FunctionCall) sobek.Value { return rt.ToValue(l.errStart) })
-	}
-	return o, err
+	return o, hide(rt, o, "_loop", l)
 }
 
 // goValue reads the Go object a native object of this module keeps under a hidden key.

@@ -7,7 +7,7 @@ import (
 	"go.k6.io/k6/metrics"
 )
 
-// Recorder ends events for one VU: latency into the step's histogram and one k6 sample.
+// Recorder ends events for one sysbench thread (a VU has one per thread: Fork): latency into the step's histogram and one k6 sample.
 // The samples are sent to k6 in batches (one channel send per Flush or per batchSamples
 // events, not one per event; each sample keeps its own time and tags), which takes a
 // channel operation and, with GOMAXPROCS=1, a switch to k6's sample goroutine off every
@@ -70,6 +70,13 @@ func (m *Module) Recorder(name, respName string) (*Recorder, error) {
 		}
 	}
 	return r, nil
+}
+
+// Fork makes a recorder for another sysbench thread of the VU (threads_per_vu): the same
+// metrics and tally, samples of its own, so that each thread's goroutine (group.go) records
+// into its own. Use sets its histograms.
+func (r *Recorder) Fork() *Recorder {
+	return &Recorder{m: r.m, metric: r.metric, respMetric: r.respMetric, tally: r.tally}
 }
 
 // Tally makes every event's latency, warm-up included, go to the tally too (null: no more).

@@ -1,0 +1,193 @@
+package jstest
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/grafana/sobek"
+)
+
+// Several sysbench threads in one VU (threads_per_vu; k6/ext/tbs group.go, events.js
+// runLoops): each thread of a group, on a recording server of its own, sends exactly what the
+// same thread (its stream, options and failures) sends alone, errors in the middle included:
+// an ignored error (rollback, restart) on one thread and a lost connection (reconnect,
+// prepare again, restart) on another, while the third goes on. And every statement a group
+// ran reaches the query metrics once.
+
+const groupDriverJS = `
+import { parseOptions } from './lib/config.js';
+import { makeRand } from './lib/rand.js';
+import { nativeLoop, workState } from './lib/sysbench.js';
+import { Conn } from './lib/conn.js';
+import { runLoops } from './lib/events.js';
+import tbs from 'k6/x/tbs';
+
+export function start(env, hosts, streams) {
+  const o = parseOptions(env);
+  const threads = hosts.map((host, k) => {
+    const conn = new Conn({ ...o, mysql_host: host });
+    const w = workState(o, makeRand(o, streams[k]), k, hosts.length);
+    conn.open();
+    conn.connect(w.prepared);
+    return { conn, w, loop: nativeLoop(o.workload, conn, w, null) };
+  });
+  const group = tbs.group(threads.map((t) => t.loop), 2);
+  const stepEnd = Date.now() + 10000;
+  return {
+    // every thread's events for ms milliseconds
+    run: (ms) => runLoops(threads, group, o, Date.now() + ms, stepEnd, () => Date.now()),
+    // one event per thread (the clock stands at 0, a batch ends at 1)
+    one: () => runLoops(threads, group, o, 1, stepEnd, () => 0),
+    samples: () => JSON.stringify(__k6.samples.filter((s) => s.metric !== 'oltp_marker')),
+  };
+}
+`
+
+// addServer registers another recording server for harness h and returns its host.
+func addServer(t *testing.T) (string, *server) {
+	host := fmt.Sprintf("jstest-%d", serverSeq.Add(1))
+	s := &server{}
+	servers.Store(host, s)
+	t.Cleanup(func() { servers.Delete(host) })
+	return host, s
+}
+
+type groupRun struct {
+	h                 *H
+	run, one, samples sobek.Callable
+}
+
+func startGroup(t *testing.T, h *H, env map[string]string, hosts []string, streams []int) *groupRun {
+	t.Helper()
+	h.Files["jstest_group.js"] = groupDriverJS
+	ns := h.Import("jstest_group.js")
+	v, err := h.Call(ns, "start", env, hosts, streams)
+	if err != nil {
+		t.Fatalf("start %v: %v", env, err)
+	}
+	o := v.ToObject(h.VM)
+	g := &groupRun{h: h}
+	g.run, _ = sobek.AssertFunction(o.Get("run"))
+	g.one, _ = sobek.AssertFunction(o.Get("one"))
+	g.samples, _ = sobek.AssertFunction(o.Get("samples"))
+	return g
+}
+
+func (g *groupRun) call(t *testing.T, f sobek.Callable, args ...sobek.Value) {
+	t.Helper()
+	v, err := f(sobek.Undefined(), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.ToBoolean() {
+		t.Fatal("the group's events did not finish")
+	}
+}
+
+func TestGroupThreadsSendWhatLoneThreadsSend(t *testing.T) {
+	const k = 3
+	lost := "Error 2013: Lost connection to MySQL server during query"
+	deadlock := "Error 1213 (40001): Deadlock found when trying to get lock"
+	for _, w := range []string{"oltp_read_write", "oltp_point_select", "oltp_write_only"} {
+		for _, failing := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/failing=%v", w, failing), func(t *testing.T) {
+				env := map[string]string{"workload": w, "rand_seed": "5", "tables": "3", "table_size": "1000",
+					"mysql_ignore_errors": "1213,2013"}
+				// thread 0 goes on undisturbed; thread 1 hits a deadlock twice, thread 2 loses its connection
+				setup := func(i int, s *server) {
+					countingAffect(s)
+					if failing && i == 1 {
+						failAt(s, deadlock, 3, 17)
+					}
+					if failing && i == 2 {
+						failAt(s, lost, 5)
+					}
+				}
+				h := New(t, "")
+				hosts := []string{h.Host}
+				srv := []*server{h.Server}
+				for i := 1; i < k; i++ {
+					host, s := addServer(t)
+					hosts, srv = append(hosts, host), append(srv, s)
+				}
+				streams := []int{1048576, 1048577, 1048578}
+				g := startGroup(t, h, env, hosts, streams)
+				for i, s := range srv {
+					s.take() // connecting
+					setup(i, s)
+				}
+				for r := 0; r < 3; r++ {
+					g.call(t, g.run, h.VM.ToValue(3))
+				}
+				sent := 0
+				for i, s := range srv {
+					got := s.take()
+					if len(got) < 10 {
+						t.Fatalf("thread %d sent %d statements in 9 ms", i, len(got))
+					}
+					// the same thread alone: one event at a time until it has sent as many
+					lh := New(t, "")
+					lone := startGroup(t, lh, env, []string{lh.Host}, streams[i:i+1])
+					lh.Server.take()
+					setup(i, lh.Server)
+					var want []Stmt
+					for e := 0; len(want) < len(got) && e < 1000000; e++ {
+						lone.call(t, lone.one)
+						want = append(want, lh.Server.take()...)
+					}
+					if !reflect.DeepEqual(got, want[:len(got)]) {
+						for j := range got {
+							if !reflect.DeepEqual(got[j], want[j]) {
+								t.Fatalf("thread %d statement %d: in the group %v, alone %v", i, j+1, got[j], want[j])
+							}
+						}
+					}
+					for _, st := range got {
+						if st.Kind != "prepare" {
+							sent++
+						}
+					}
+				}
+				var samples []struct {
+					Metric string
+					Value  float64
+					Tags   map[string]string
+				}
+				v, _ := g.samples(sobek.Undefined())
+				if err := json.Unmarshal([]byte(v.String()), &samples); err != nil {
+					t.Fatal(err)
+				}
+				queries, errs, reconnects := 0.0, 0.0, 0.0
+				for _, s := range samples {
+					switch s.Metric {
+					case "oltp_queries":
+						queries += s.Value
+					case "oltp_errors":
+						errs += s.Value
+						if s.Tags["code"] != "1213" || s.Tags["ignored"] != "true" {
+							t.Errorf("an error sample %v, want only the ignored 1213", s)
+						}
+					case "oltp_reconnects":
+						reconnects += s.Value
+					}
+				}
+				if !failing {
+					// every statement sent is one query counted, by one thread's flush
+					if queries != float64(sent) || errs != 0 || reconnects != 0 {
+						t.Errorf("%d statements sent, %v queries counted, %v errors, %v reconnects", sent, queries, errs, reconnects)
+					}
+					return
+				}
+				// a failed statement is not a query; the rollback after a deadlock is
+				if errs != 2 || reconnects != 1 {
+					t.Errorf("%v errors (want 2 deadlocks), %v reconnects (want 1)", errs, reconnects)
+				}
+				if queries != float64(sent-3) {
+					t.Errorf("%d statements sent (3 failed), %v queries counted", sent, queries)
+				}
+			})
+		}
+	}
+}
