@@ -1800,7 +1800,6 @@ function endStep(data) {
 }
 function setup() {
   if (o.help) return {};
-  tbs10.tuneGC(Math.max(...o.threads));
   tbs10.checkResultsDir(o.results_dir);
   const sdb = openDb(o);
   const v = connectOrExplain(sdb, o);

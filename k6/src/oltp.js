@@ -223,9 +223,6 @@ function endStep(data) {
 
 export function setup() {
   if (o.help) return {};
-  // every VU is initialized: from here the heap is mostly their state, kept at 1.4x what is live
-  // instead of 2x in runs of 100 threads or more (k6/x/tbs process.go; GOGC set by the user wins)
-  tbs.tuneGC(Math.max(...o.threads));
   // the summary's folder, before any load (the launcher checks it too; a stock `k6 run` did not)
   tbs.checkResultsDir(o.results_dir);
   const sdb = openDb(o);

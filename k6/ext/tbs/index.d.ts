@@ -76,8 +76,6 @@ export interface Tbs {
   rssBytes(): number;
   /** The CPUs this process may run on. */
   cores(): number;
-  /** Sets the Go collector's target (GOGC) to 50 for a run of `threads` >= 100 (its largest step), unless GOGC is set; returns the target in effect. */
-  tuneGC(threads: number): number;
 
   /** A VU's statement runner on an xk6-sql database (native functions: no reflection wrapper per statement). */
   /** Throws, naming the value and what to do, unless a run can write its summary to folder `dir` (made when missing); oltp.js setup(). */

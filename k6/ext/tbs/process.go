@@ -3,7 +3,6 @@ package tbs
 import (
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -46,34 +45,3 @@ func (m *Module) CheckResultsDir(dir string) error { return results.Check(dir) }
 
 // Cores is the number of CPUs the process may run on (its affinity mask at start).
 func (m *Module) Cores() int { return runtime.NumCPU() }
-
-// RunGCPercent is the collector's target once the VUs of a run with at least ManyThreads
-// threads run (GOGC, 100 by default): at 40 the heap grows to 1.4 times what is live before a
-// collection, not 2. A VU's state is made at init and then mostly stays (its runtime, modules,
-// connection), so a collection frees little: at 128 threads the default's headroom was a
-// third of k6's resident memory. Collecting more often costs client CPU (GOGC 50 against 100 at
-// 64 threads: +11% per query, k6 alone, interleaved), so runs of fewer threads, where memory is
-// small and the client's CPU per query is what limits it, keep the default; 40 against 50 at
-// 128 threads cost nothing measurable and took 3-8 MiB off the 128-thread peak (docs/bench.md).
-const (
-	RunGCPercent = 40
-	ManyThreads  = 100
-)
-
-// TuneGC sets the collector's target to RunGCPercent for a run whose largest step has
-// `threads` >= ManyThreads, unless the user set GOGC (then theirs stays); it returns the target
-// in effect. oltp.js calls it in setup(), which k6 runs once every VU is initialized: during
-// init the heap only grows, and collecting more often there would cost CPU and save nothing.
-func (m *Module) TuneGC(threads int) int {
-	if v, ok := os.LookupEnv("GOGC"); ok {
-		if n, err := strconv.Atoi(v); err == nil {
-			return n
-		}
-		return 100 // GOGC=off or a bad value: the runtime's own handling stands
-	}
-	if threads < ManyThreads {
-		return 100
-	}
-	debug.SetGCPercent(RunGCPercent)
-	return RunGCPercent
-}
