@@ -8,10 +8,12 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -320,3 +322,29 @@ func TestResetPeerIsNothingSentAndRetried(t *testing.T) {
 		t.Fatal("a request that was sent must not be retried elsewhere")
 	}
 }
+
+// TestQuietLoggerDropsOnlyOurDeadline: the line go-sql-driver logs for a read our cancellation
+// ended (the socket's deadline in the past) is dropped; any other error line is kept.
+func TestQuietLoggerDropsOnlyOurDeadline(t *testing.T) {
+	c, _ := pair(t, false)
+	if _, err := c.Write([]byte("request")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Unix(1, 0))
+	_, deadline := c.Read(make([]byte, 8))
+	var got []string
+	q := quietLogger{next: printFunc(func(v ...any) { got = append(got, fmt.Sprint(v...)) })}
+	q.Print("packets.go:58 ", deadline)
+	if len(got) != 0 {
+		t.Fatalf("the deadline's line was logged: %q", got)
+	}
+	q.Print("packets.go:58 ", io.ErrUnexpectedEOF)
+	q.Print("[warn] unexpected sequence nr")
+	if len(got) != 2 || !strings.Contains(got[0], "unexpected EOF") {
+		t.Fatalf("other lines: %q, want both kept", got)
+	}
+}
+
+type printFunc func(v ...any)
+
+func (f printFunc) Print(v ...any) { f(v...) }
