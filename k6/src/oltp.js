@@ -113,6 +113,8 @@ function activate(data) {
   const parties = gateParties(o, data, threads);
   const gates = parties ? gateNames(data.testid, threads) : null;
   stepTag = String(threads);
+  for (const t of mine) t.conn.close(); // an earlier step's connections (endStep closed them unless it did not run)
+  mine = [];
   if (threadId >= threads) {
     console.error(`internal: thread id ${threadId} >= threads ${threads} in step t${threads}: this VU runs no events`);
     conn.close();
@@ -121,8 +123,6 @@ function activate(data) {
     return;
   }
   const seed = o.rand_seed || hashText(data.testid);
-  for (const t of mine) t.conn.close(); // an earlier step's connections (endStep closed them unless it did not run)
-  mine = [];
   for (let j = 0; j < perVu && threadId + j < threads; j++) {
     const id = threadId + j;
     if (j > 0 && !spare[j - 1]) {
