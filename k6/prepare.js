@@ -6,8 +6,8 @@
 // sharing chunks of 10,000 rows), then creates the secondary index after the data, as
 // sysbench does, and runs ANALYZE TABLE. Tables that exist already stop it before anything
 // is changed, unless -e recreate=true. How rows are made (prepare_mode): `client` (the
-// default; `auto` is the same), multi-row INSERTs of `prepare_batch` rows built by k6 (their
-// random numbers and strings in Go: k6/x/tbs), as sysbench sends them; `server`, one
+// default; `auto` is the same), multi-row INSERTs of `prepare_batch` rows built by k6 (each
+// INSERT's rows in one call to Go: k6/x/tbs rand.rows), as sysbench sends them; `server`, one
 // INSERT ... SELECT per chunk whose RAND() expressions draw k, c and pad as sysbench does (no
 // row crosses the network, but the server's CPU makes them; not with rand_seed or zipfian).
 // With the client on a core of its own, client mode gives sysbench's rows/s on MariaDB and

@@ -90,3 +90,50 @@ export function rows(env, t, first, last) { const o = parseOptions(env); return 
 		}
 	}
 }
+
+// The rows of prepare's INSERT are built in Go in one call (rand.rows): the same text, and the
+// same draws in the same order, as building them one by one in JavaScript from the Rand's
+// def() and string() (the code rand.rows replaced), for every rand_type, with and without ids.
+func TestPrepareRowsInGoAreTheRowsOfJavaScript(t *testing.T) {
+	h := New(t, "")
+	h.Files["jstest_rows.js"] = `
+import { parseOptions } from './lib/config.js';
+import { makeRand } from './lib/rand.js';
+import { insertRowsSql, C_TEMPLATE, PAD_TEMPLATE } from './lib/sysbench.js';
+export function native(env, first, last) { const o = parseOptions(env); return insertRowsSql(o, makeRand(o, 7), 2, first, last); }
+export function byRow(env, first, last) {
+  const o = parseOptions(env);
+  const rand = makeRand(o, 7);
+  const rows = [];
+  for (let i = first; i <= last; i++) {
+    const k = rand.def(1, o.table_size);
+    const c = rand.string(C_TEMPLATE);
+    const pad = rand.string(PAD_TEMPLATE);
+    rows.push(o.auto_inc ? '(' + k + ", '" + c + "', '" + pad + "')" : '(' + i + ', ' + k + ", '" + c + "', '" + pad + "')");
+  }
+  return 'INSERT INTO sbtest2' + (o.auto_inc ? '(k, c, pad)' : '(id, k, c, pad)') + ' VALUES' + rows.join(',');
+}
+`
+	ns := h.Import("jstest_rows.js")
+	for _, rt := range []string{"uniform", "gaussian", "special", "pareto", "zipfian"} {
+		for _, autoInc := range []string{"off", "on"} {
+			env := map[string]string{"table_size": "100000", "rand_type": rt, "rand_seed": "12345", "auto_inc": autoInc}
+			got := h.MustCall(ns, "native", env, 99990, 100123).String()
+			want := h.MustCall(ns, "byRow", env, 99990, 100123).String()
+			if got != want {
+				i := 0
+				for i < len(got) && i < len(want) && got[i] == want[i] {
+					i++
+				}
+				t.Errorf("rand_type=%s auto_inc=%s: rows differ at byte %d: %.60q, one by one %.60q", rt, autoInc, i,
+					got[i:], want[min(i, len(want)):])
+			}
+			if n := strings.Count(got, "'), ("); n != 0 {
+				t.Errorf("rand_type=%s: separator: %d rows joined by ', ' (want ',')", rt, n)
+			}
+			if rows := strings.Count(got, "')"); rows != 134 {
+				t.Errorf("rand_type=%s auto_inc=%s: %d rows, want 134", rt, autoInc, rows)
+			}
+		}
+	}
+}

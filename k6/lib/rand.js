@@ -2,7 +2,8 @@
 // where each draw is one native call instead of Math.random, Math.floor and interpreted
 // arithmetic, and a c/pad string is built in one call.
 //
-// makeRand(o, stream) -> { uniform(a, b), def(a, b), string(template), draws(), byName }
+// makeRand(o, stream) -> { uniform(a, b), def(a, b), string(template),
+//   rows(first, last, tableSize, autoInc, cTemplate, padTemplate), draws(), byName }
 // o: the options (rand_type, rand_spec_iter, rand_spec_pct, rand_spec_res, rand_pareto_h,
 // rand_zipfian_exp, rand_seed). With rand_seed = 0 the numbers are unseeded, as Math.random;
 // otherwise a seeded generator (sfc32), one `stream` per VU (and step), so a run is

@@ -357,15 +357,10 @@ export function createTableSql(o, t, isMysqlFamily = true) {
 
 // Rows first..last of sbtest<t> as one multi-row INSERT (sysbench's bulk insert format).
 export function insertRowsSql(o, rand, t, first, last) {
-  const rows = [];
-  for (let i = first; i <= last; i++) {
-    const k = rand.def(1, o.table_size);
-    const c = rand.string(C_TEMPLATE);
-    const pad = rand.string(PAD_TEMPLATE);
-    rows.push(o.auto_inc ? `(${k}, '${c}', '${pad}')` : `(${i}, ${k}, '${c}', '${pad}')`);
-  }
   const cols = o.auto_inc ? '(k, c, pad)' : '(id, k, c, pad)';
-  return `INSERT INTO sbtest${t}${cols} VALUES${rows.join(',')}`;
+  // per row (id, k, 'c', 'pad'): k from the default distribution, then c, then pad, built in Go
+  // in one call (k6/ext/tbs/rand.go Rows)
+  return `INSERT INTO sbtest${t}${cols} VALUES${rand.rows(first, last, o.table_size, !!o.auto_inc, C_TEMPLATE, PAD_TEMPLATE)}`;
 }
 
 // prepare_mode=server: rows first..last of sbtest<t> made by the server in one

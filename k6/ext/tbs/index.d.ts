@@ -269,6 +269,11 @@ export interface Rand {
   def(a: number, b: number): number;
   /** sb_rand_str: '#' a digit, '@' a letter. */
   string(template: string): string;
+  /**
+   * prepare's VALUES list for ids first..last: `(id, k, 'c', 'pad')` per row (no id when
+   * autoInc), k = def(1, tableSize), then c and pad from their templates, comma-separated.
+   */
+  rows(first: number, last: number, tableSize: number, autoInc: boolean, cTemplate: string, padTemplate: string): string;
   /** The uniform numbers drawn so far. */
   draws(): number;
   byName: RandByName;

@@ -238,12 +238,16 @@ const letters = "abcdefghijklmnopqrstuvwxyz"
 // run draws what sysbench would); unseeded, a run of digits takes one number per 15 digits
 // (each digit still uniform and independent), which is several times faster.
 func (r *Rand) String(template string) string {
+	return string(r.appendString(make([]byte, 0, len(template)), template))
+}
+
+// appendString appends String(template) to out.
+func (r *Rand) appendString(out []byte, template string) []byte {
 	runs, ok := r.compiled[template]
 	if !ok {
 		runs = compileTemplate(template)
 		r.compiled[template] = runs
 	}
-	out := make([]byte, 0, len(template))
 	for _, run := range runs {
 		switch {
 		case run.kind == 0 && r.perDigit:
@@ -267,11 +271,43 @@ func (r *Rand) String(template string) string {
 			out = append(out, run.text...)
 		}
 	}
+	return out
+}
+
+// Rows is the VALUES list of prepare's multi-row INSERT (k6/lib/sysbench.js insertRowsSql) for
+// ids first..last: `(id, k, 'c', 'pad')` per row, comma-separated, without the id when autoInc.
+// Per row it draws k from the default distribution over 1..tableSize, then c, then pad from
+// their templates, in that order. The text and the draws are those of building the rows one
+// by one in JavaScript, which made three native calls and a template string per row; this is
+// one call per INSERT, with no string per value (prepare's client CPU per row: docs/bench.md).
+func (r *Rand) Rows(first, last int64, tableSize float64, autoInc bool, cTemplate, padTemplate string) string {
+	if last < first {
+		return ""
+	}
+	out := make([]byte, 0, (last-first+1)*int64(len(cTemplate)+len(padTemplate)+32))
+	for i := first; i <= last; i++ {
+		k := r.def(1, tableSize)
+		if i > first {
+			out = append(out, ',')
+		}
+		out = append(out, '(')
+		if !autoInc {
+			out = strconv.AppendInt(out, i, 10)
+			out = append(out, ", "...)
+		}
+		out = strconv.AppendFloat(out, k, 'f', -1, 64)
+		out = append(out, ", '"...)
+		out = r.appendString(out, cTemplate)
+		out = append(out, "', '"...)
+		out = r.appendString(out, padTemplate)
+		out = append(out, "')"...)
+	}
 	return string(out)
 }
 
 // Rand returns a VU's random numbers as an object of native functions (no reflection
-// wrapper per call): uniform(a, b), def(a, b), string(template), draws() and byName[type](a, b).
+// wrapper per call): uniform(a, b), def(a, b), string(template), rows(first, last, tableSize,
+// autoInc, cTemplate, padTemplate), draws() and byName[type](a, b).
 func (m *Module) Rand(s RandSpec) (*sobek.Object, error) {
 	r, err := NewRand(s)
 	if err != nil {
@@ -292,6 +328,10 @@ func (m *Module) Rand(s RandSpec) (*sobek.Object, error) {
 	set(o, "uniform", num(r.Uniform))
 	set(o, "def", num(r.def))
 	set(o, "string", func(c sobek.FunctionCall) sobek.Value { return rt.ToValue(r.String(c.Argument(0).String())) })
+	set(o, "rows", func(c sobek.FunctionCall) sobek.Value {
+		return rt.ToValue(r.Rows(c.Argument(0).ToInteger(), c.Argument(1).ToInteger(), c.Argument(2).ToFloat(),
+			c.Argument(3).ToBoolean(), c.Argument(4).String(), c.Argument(5).String()))
+	})
 	set(o, "draws", func(sobek.FunctionCall) sobek.Value { return rt.ToValue(float64(r.draws)) })
 	by := rt.NewObject()
 	set(by, "uniform", num(r.Uniform))
