@@ -1,6 +1,6 @@
-"""The commands of README.md and docs/*.md, read from their `sh` code blocks (never a hand-kept
-copy): tests/test_doc_commands.py runs them, tests/test_compose_engine.py checks that the compose
-commands it runs are the documented ones.
+"""The commands of README.md, CONTRIBUTING.md and docs/*.md, read from their `sh` code blocks
+(never a hand-kept copy): tests/test_doc_commands.py runs them, tests/test_compose_engine.py
+checks that the compose commands it runs are the documented ones.
 
 A block may carry markers, HTML comments on the lines right before its opening fence (the
 reader of the rendered page does not see them):
@@ -18,9 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 MARKER = re.compile(r"^<!-- doc-test: (skip|skip-line|run-only|compose)(?: ([^:]+?))?: (.+?) -->$")
-FENCE = re.compile(r"^```(\S*)\s*$")
+# a fence may be indented (a block inside a list item, as in CONTRIBUTING.md); its lines lose
+# as many leading spaces
+FENCE = re.compile(r"^( *)```(\S*)\s*$")
 # what a line of ours starts with when it is a command (a block of them must be tagged sh)
 COMMAND_START = re.compile(r"^(scripts/|tools/|k8s/|docker |kubectl |helm |[A-Z_]+=\S* (scripts|docker)/?)")
 
@@ -103,9 +105,9 @@ def blocks(pages=PAGES):
             if not m:
                 i += 1
                 continue
-            b = Block(page, i + 1, m.group(1), [])
+            indent, b = len(m.group(1)), Block(page, i + 1, m.group(2), [])
             j = i - 1
-            while j >= 0 and lines[j].startswith("<!--"):
+            while j >= 0 and lines[j].lstrip().startswith("<!--"):
                 mm = MARKER.match(lines[j].strip())
                 if mm:
                     b.markers.insert(0, (mm.group(1), (mm.group(2) or "").strip() or None, mm.group(3)))
@@ -113,8 +115,9 @@ def blocks(pages=PAGES):
                     b.bad_markers.append((j + 1, lines[j]))
                 j -= 1
             k = i + 1
-            while k < len(lines) and not lines[k].startswith("```"):
-                b.text.append((k + 1, lines[k]))
+            while k < len(lines) and not lines[k].lstrip(" ").startswith("```"):
+                raw = lines[k]
+                b.text.append((k + 1, raw[min(indent, len(raw) - len(raw.lstrip(" "))):]))
                 k += 1
             out.append(b)
             i = k + 1

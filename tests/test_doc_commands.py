@@ -1,18 +1,20 @@
-"""Documented commands are tested (issue #28): every `sh` block of README.md and docs/*.md,
-read from the markdown itself (tests/doccmds.py), runs as written against the local stack.
+"""Documented commands are tested (issue #28): every `sh` block of README.md, CONTRIBUTING.md and
+docs/*.md, read from the markdown itself (tests/doccmds.py), runs as written against the local
+stack.
 
 - static: every block of commands is tagged `sh`; every marker parses and each skip-line /
   run-only prefix matches a command of its block (a marker cannot outlive its command); a block
   that calls Docker, kubectl or helm carries a skip or compose marker (nothing here runs them;
   the compose ones run in tests/test_compose_engine.py); no documented command puts a password
   in a process' arguments;
-- live: each runnable block, in document order (README.md first, then docs/ by name), as one
-  bash script (`set -euo pipefail`) from the repository's root. Its environment, as README.md's
-  "Documented commands are tested" says: `mysql_db` names a database of the test's own on both
-  targets (made afresh; a command's own `-e mysql_db=`/`--mysql-db` wins), `results_dir` and
-  `TBS_RESULTS_DIR` a folder of its own, conftest's short connect_time/grace_time; the
-  placeholders TESTID, BASELINE and CANDIDATE are the testids earlier blocks printed (the last;
-  the last two runs of one workload). A block fails the test when a command fails.
+- live: each runnable block, in document order (README.md first, then CONTRIBUTING.md, then docs/
+  by name), as one bash script (`set -euo pipefail`) from the repository's root. Its environment,
+  as README.md's "Documented commands are tested" says: `mysql_db` names a database of the test's
+  own on both targets (made afresh; a command's own `-e mysql_db=`/`--mysql-db` wins),
+  `results_dir` and `TBS_RESULTS_DIR` a folder of its own, conftest's short
+  connect_time/grace_time; the placeholders TESTID, BASELINE and CANDIDATE are the testids earlier
+  blocks printed (the last; the last two runs of one workload). A block fails the test when a
+  command fails.
 
 The commands that cannot run here, and why, are the markers' reasons:
 `python3 tests/test_doc_commands.py` prints them.
@@ -119,6 +121,12 @@ def test_the_parser_reads_a_block_as_the_shell_does(tmp_path):
     assert one.commands() == [(4, "a one    two"), (7, "b 'x # y'")]
     assert one.plan() == [(4, "a one    two", None), (7, "b 'x # y'", "why b")] and one.kind() == "run"
     assert two.bad_markers == [(9, "<!-- doc-test: nonsense -->")]
+    # a block inside a list item: its fence, its marker and its lines are indented
+    page.write_text("1. step\n\n   <!-- doc-test: skip-line d: why d -->\n   ```sh\n   d one\n     e two\n   ```\n"
+                    "   after\n")
+    (three,) = blocks([page])
+    assert (three.lang, three.line, three.kind()) == ("sh", 4, "run")
+    assert three.plan() == [(5, "d one", "why d"), (6, "  e two", None)]
 
 
 # ---------------------------------------------------------------- live, against the local stack
