@@ -3,17 +3,19 @@
 //   k6 run -e command=cleanup -e tables=16 prepare.js
 //   k6 run -e command=prewarm -e tables=16 prepare.js
 // prepare: creates sbtest1..N (sysbench's schema), fills them in parallel (`threads` VUs
-// sharing chunks of 10,000 rows), then creates the secondary index after the data, as
-// sysbench does, and runs ANALYZE TABLE. Tables that exist already stop it before anything
-// is changed, unless -e recreate=true. How rows are made (prepare_mode): `client` (the
-// default; `auto` is the same), multi-row INSERTs of `prepare_batch` rows built by k6 (each
-// INSERT's rows in one call to Go: k6/x/tbs rand.rows), as sysbench sends them; `server`, one
+// sharing chunks of 10,000 rows); the VU that finishes a table's chunks creates its secondary
+// index after the data, as sysbench does, and runs ANALYZE TABLE, while other tables fill.
+// Tables that exist already stop it before anything is changed, unless -e recreate=true.
+// How rows are made (prepare_mode): `client` (the default; `auto` is the same), multi-row
+// INSERTs of `prepare_batch` rows built by k6 (each INSERT's rows in one call to Go: k6/x/tbs
+// rand.rows), as sysbench sends them; `server`, one
 // INSERT ... SELECT per chunk whose RAND() expressions draw k, c and pad as sysbench does (no
 // row crosses the network, but the server's CPU makes them; not with rand_seed or zipfian).
 // With the client on a core of its own, client mode gives sysbench's rows/s on MariaDB and
 // more on TiDB, where server mode gave 0.65x and 0.88x (docs/bench.md).
 // cleanup: drops exactly sbtest1..N (for bulk_insert: sbtest1..threads).
 import exec from 'k6/execution';
+import tbs from 'k6/x/tbs';
 import { parseOptions } from './lib/config.js';
 import { makeRand } from './lib/rand.js';
 import { createTableSql, insertRowsSql, insertRowsServerSql, bulkCreateSql, SERVER_CHUNK } from './lib/sysbench.js';
@@ -126,18 +128,30 @@ export default function (data) {
   if ((i + 1) % Math.max(1, Math.floor(chunks / 20)) === 0 || i + 1 === chunks) {
     console.log(`  ... ${Math.round(((i + 1) * 100) / chunks)}% of chunks started (sbtest${t} rows ${first}-${last} done)`);
   }
+  // the VU that finishes a table's chunks builds its index and statistics while the other
+  // tables fill, as each sysbench thread indexes its table when it is done with it (teardown
+  // used to do every table one after the other, after all the rows)
+  if (tbs.counter(`prepare/sbtest${t}/chunks`).add(1) === chunksPerTable) finishTable(sqlExec, t);
+}
+
+// sbtest<t>'s secondary index (sysbench's, after the rows), then ANALYZE TABLE (ours: fresh
+// statistics for the run's plans)
+function finishTable(run, t) {
+  if (!bulk && o.create_secondary) {
+    console.log(`Creating a secondary index on 'sbtest${t}'...`);
+    run(`CREATE INDEX k_${t} ON sbtest${t}(k)`);
+  }
+  console.log(`Analyzing table 'sbtest${t}'...`);
+  run(`ANALYZE TABLE sbtest${t}`);
+  tbs.counter(`prepare/sbtest${t}/done`).add(1);
 }
 
 export function teardown(data) {
   if (data.skip || o.command !== 'prepare') return;
   const tdb = openDb(o);
   for (let t = 1; t <= tables; t++) {
-    if (!bulk && o.create_secondary) {
-      console.log(`Creating a secondary index on 'sbtest${t}'...`);
-      tdb.exec(`CREATE INDEX k_${t} ON sbtest${t}(k)`);
-    }
-    console.log(`Analyzing table 'sbtest${t}'...`);
-    tdb.exec(`ANALYZE TABLE sbtest${t}`);
+    // a table without rows, or one whose last chunk failed (its error was printed)
+    if (!tbs.counter(`prepare/sbtest${t}/done`).get()) finishTable((q) => tdb.exec(q), t);
   }
   const secs = (Date.now() - data.started) / 1000;
   const rows = rowsPerTable * tables;

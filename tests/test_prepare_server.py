@@ -113,3 +113,24 @@ def test_client_mode_and_bad_modes(stack):
         assert sql("mariadb", f"SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '{db}'")[0][0] == 0
     p = k6("run", "--quiet", "-e", "prepare_mode=fast", "prepare.js", check=False)
     assert p.returncode != 0 and "invalid option prepare_mode=fast: valid: auto, server, client" in p.stdout + p.stderr
+
+
+def test_each_table_is_indexed_and_analyzed_once(stack):
+    """The VU that finishes a table's chunks builds its secondary index and runs ANALYZE TABLE
+    while other tables fill (as each sysbench thread indexes its own table when done with it);
+    teardown does it only for a table no VU finished. Every table gets its index exactly once,
+    after all its rows, on both targets."""
+    for target, port in (("mariadb", 3306), ("tidb", 4000)):
+        db = fresh_db(target, "sbtest_prepidx")
+        out = k6("run", "-e", f"mysql_port={port}", "-e", f"mysql_db={db}", "-e", "tables=3",
+                 "-e", "table_size=25000", "-e", "threads=3", "-e", "prepare_batch=5000", "prepare.js")
+        log = out.stdout + out.stderr
+        for t in (1, 2, 3):
+            assert log.count(f"Creating a secondary index on 'sbtest{t}'") == 1, (target, t, log[-2000:])
+            assert log.count(f"Analyzing table 'sbtest{t}'") == 1, (target, t, log[-2000:])
+            assert sql(target, f"SELECT COUNT(*), MIN(id), MAX(id) FROM sbtest{t}", db)[0] == (25000, 1, 25000)
+        idx = sql(target, "SELECT table_name, index_name FROM information_schema.statistics "
+                  f"WHERE table_schema = '{db}' AND index_name LIKE 'k%' ORDER BY table_name", db)
+        assert [tuple(r) for r in idx] == [("sbtest1", "k_1"), ("sbtest2", "k_2"), ("sbtest3", "k_3")], (target, idx)
+        # with the index built in a VU, the rows are read through it: k within 1..table_size
+        assert sql(target, "SELECT COUNT(*) FROM sbtest2 FORCE INDEX (k_2) WHERE k BETWEEN 1 AND 25000", db)[0][0] == 25000
