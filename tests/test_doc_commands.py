@@ -126,7 +126,8 @@ def test_the_parser_reads_a_block_as_the_shell_does(tmp_path):
                     "   after\n")
     (three,) = blocks([page])
     assert (three.lang, three.line, three.kind()) == ("sh", 4, "run")
-    assert three.plan() == [(5, "d one", "why d"), (6, "  e two", None)]
+    assert three.text == [(5, "d one"), (6, "  e two")]  # the list item's indent goes, the rest stays
+    assert three.plan() == [(5, "d one", "why d"), (6, "e two", None)]
 
 
 # ---------------------------------------------------------------- live, against the local stack
