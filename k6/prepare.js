@@ -8,11 +8,11 @@
 // Tables that exist already stop it before anything is changed, unless -e recreate=true.
 // How rows are made (prepare_mode): `client` (the default; `auto` is the same), multi-row
 // INSERTs of `prepare_batch` rows built by k6 (each INSERT's rows in one call to Go: k6/x/tbs
-// rand.rows), as sysbench sends them; `server`, one
-// INSERT ... SELECT per chunk whose RAND() expressions draw k, c and pad as sysbench does (no
-// row crosses the network, but the server's CPU makes them; not with rand_seed or zipfian).
-// With the client on a core of its own, client mode gives sysbench's rows/s on MariaDB and
-// more on TiDB, where server mode gave 0.65x and 0.88x (docs/bench.md).
+// rand.rows), as sysbench sends them; `server`, one INSERT ... SELECT per chunk whose RAND()
+// expressions draw k, c and pad as sysbench does (no row crosses the network, but the server's
+// CPU makes them; not with rand_seed or zipfian). With the client on a core of its own, client
+// mode gave 0.89x sysbench's rows/s on MariaDB and 0.91x on TiDB (2026-11-27), server mode
+// 0.65x and 0.88x (docs/bench.md).
 // cleanup: drops exactly sbtest1..N (for bulk_insert: sbtest1..threads).
 import exec from 'k6/execution';
 import tbs from 'k6/x/tbs';
@@ -150,7 +150,7 @@ export function teardown(data) {
   if (data.skip || o.command !== 'prepare') return;
   const tdb = openDb(o);
   for (let t = 1; t <= tables; t++) {
-    // a table without rows, or one whose last chunk failed (its error was printed)
+    // a table without rows, or one with a failed chunk (its error was printed)
     if (!tbs.counter(`prepare/sbtest${t}/done`).get()) finishTable((q) => tdb.exec(q), t);
   }
   const secs = (Date.now() - data.started) / 1000;
