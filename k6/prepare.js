@@ -10,9 +10,8 @@
 // INSERTs of `prepare_batch` rows built by k6 (each INSERT's rows in one call to Go: k6/x/tbs
 // rand.rows), as sysbench sends them; `server`, one INSERT ... SELECT per chunk whose RAND()
 // expressions draw k, c and pad as sysbench does (no row crosses the network, but the server's
-// CPU makes them; not with rand_seed or zipfian). With the client on a core of its own, client
-// mode gave 0.89x sysbench's rows/s on MariaDB and 0.91x on TiDB (2026-11-27), server mode
-// 0.65x and 0.88x (docs/bench.md).
+// CPU makes them; not with rand_seed or zipfian). Each mode's rows/s against sysbench's:
+// docs/bench.md (`tools/bench --figures prepare`).
 // cleanup: drops exactly sbtest1..N (for bulk_insert: sbtest1..threads).
 import exec from 'k6/execution';
 import tbs from 'k6/x/tbs';
