@@ -64,7 +64,9 @@ func (c *Conn) ExecBatch(query string, args []driver.Value, tx int) (driver.Resu
 		var s driver.Stmt
 		if s, err = c.stmt(context.Background(), query); err == nil {
 			// go-sql-driver's ExecContext converts the NamedValues to this slice and calls Exec
-			res, err = s.Exec(args) //nolint:staticcheck // the non-context Exec on purpose: no watcher, no conversion
+			// (rows.go: Query instead, for a statement that returns rows under MariaDB's
+			// metadata cache)
+			res, err = execValues(s, args)
 		}
 	}
 	if c.fired.Load() {

@@ -376,7 +376,7 @@ func (c *Conn) exec(ctx context.Context, query string, args []driver.NamedValue)
 	if err != nil {
 		return nil, err
 	}
-	return s.(driver.StmtExecContext).ExecContext(ctx, args)
+	return execNamed(ctx, s, args) // rows.go
 }
 
 // PrepareContext implements driver.ConnPrepareContext (explicit prepares are not cached).
