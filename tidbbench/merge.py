@@ -263,11 +263,44 @@ def merge_step(t, per, pct, testid):
     m["window"] = {k: (min if k not in ("measure_end", "step_end") else max)(w[k] for w in wins if k in w)
                    for k in ("step_start", "measure_start", "measure_end", "step_end") if any(k in w for w in wins)}
     m["instances"] = [str(s["_id"]) for _, s in sorted(per.items())]
+    fair = [s["fairness"] for _, s in sorted(per.items()) if "fairness" in s]
+    if fair:
+        m["fairness"] = merge_fairness(fair)
     # the step's statement digests: only the first load generator reads them (k6/lib/statements.js)
     st = [s["statements"] for _, s in sorted(per.items()) if "statements" in s]
     if st:
         m["statements"] = st[0]
     return m
+
+
+def _spread(xs):
+    n = len(xs)
+    if not n:
+        return {"avg": 0, "stddev": 0, "min": 0, "max": 0}
+    avg = sum(xs) / n
+    return {"avg": avg, "stddev": (sum((x - avg) ** 2 for x in xs) / n) ** 0.5, "min": min(xs), "max": max(xs)}
+
+
+def merge_fairness(parts):
+    """The threads fairness of a split step (k6/lib/summary.js fairnessOf over every instance's
+    threads): their per-thread figures joined, the spreads and the warnings made again over all."""
+    from tidbbench import contract
+    ids, events, time_s = [], [], []
+    for f in parts:
+        pt = f.get("per_thread") or {}
+        ids += list(pt.get("ids", []))
+        events += [float(e) for e in pt.get("events", [])]
+        time_s += [float(t) for t in pt.get("time_s", [])]
+    order = sorted(range(len(ids)), key=lambda i: ids[i])
+    ids, events, time_s = [ids[i] for i in order], [events[i] for i in order], [time_s[i] for i in order]
+    f = {"threads": len(ids), "events": _spread(events), "time_s": _spread(time_s),
+         "per_thread": {"ids": ids, "events": events, "time_s": time_s}}
+    avg = f["events"]["avg"]
+    low = avg * contract.timing()["fair_share"]
+    warnings = [f"thread {i} ran {e:.0f} event{'' if e == 1 else 's'} ({100 * e / avg if avg else 0:.1f}% of the threads' average, {avg:.1f})"
+                for i, e in zip(ids, events) if e == 0 or e < low]
+    f["warnings"] = warnings
+    return f
 
 
 def summary_table(m):

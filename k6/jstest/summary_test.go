@@ -119,3 +119,67 @@ func keys(m map[string]any) []string {
 	}
 	return out
 }
+
+// TestSummaryThreadsFairness: each step gives sysbench's threads fairness (events and
+// execution time per thread: avg and stddev, as sysbench, plus min and max), and a thread
+// with no events, or below timing.fair_share of the average, is a WARNING in the printed
+// summary and in the step's figures (the run's JSON file), naming the thread.
+func TestSummaryThreadsFairness(t *testing.T) {
+	h := New(t, "")
+	h.Files["jstest_fair.js"] = `
+import { parseOptions } from './lib/config.js';
+import { fairnessOf, summaryText } from './lib/summary.js';
+export function run(events) {
+  const o = parseOptions({ threads: '4', workload: 'select_random_points' });
+  const f = fairnessOf({ ids: [0, 1, 2, 3], events, time_ms: [2000, 1000, 2000, 3000] });
+  const step = { threads: 4, seconds: 2, elapsed_s: 2, queries: { read: 1, write: 0, other: 0, total: 1 }, transactions: 1,
+    errors: 0, reconnects: 0, latency_ms: { min: 0, avg: 0, max: 0, p50: 0, p95: 0, p99: 0, pct: 95, pct_value: 0 }, fairness: f };
+  return { f: JSON.stringify(f), text: summaryText([step], o, { testid: 'x', version: 'v' }) };
+}`
+	ns := h.Import("jstest_fair.js")
+	type fair struct {
+		Threads int `json:"threads"`
+		Events  struct{ Avg, Stddev, Min, Max float64 }
+		TimeS   struct{ Avg, Stddev, Min, Max float64 } `json:"time_s"`
+		Warn    []string `json:"warnings"`
+	}
+	get := func(events []int) (fair, string) {
+		res := h.MustCall(ns, "run", events).Export().(map[string]any)
+		var f fair
+		if err := json.Unmarshal([]byte(res["f"].(string)), &f); err != nil {
+			t.Fatal(err)
+		}
+		return f, res["text"].(string)
+	}
+	even, text := get([]int{100, 100, 100, 100})
+	if even.Threads != 4 || even.Events.Avg != 100 || even.Events.Stddev != 0 || len(even.Warn) != 0 {
+		t.Errorf("four even threads: %+v", even)
+	}
+	if math.Abs(even.TimeS.Avg-2) > 1e-9 || math.Abs(even.TimeS.Stddev-math.Sqrt(0.5)) > 1e-9 || even.TimeS.Min != 1 || even.TimeS.Max != 3 {
+		t.Errorf("execution time (s) over the threads: %+v, want avg 2, stddev sqrt(0.5) (population), min 1, max 3", even.TimeS)
+	}
+	for _, want := range []string{"threads fairness (4 threads):", "events (avg/stddev):          100.0000/0.00   (min/max: 100/100)",
+		"execution time (avg/stddev):  2.0000/0.71   (min/max: 1.0000/3.0000)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("summary lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "WARNING") {
+		t.Errorf("even threads warned:\n%s", text)
+	}
+	// the stall of issue #42: two of three threads stop after one event
+	stalled, text := get([]int{3000, 1, 0, 2990})
+	if len(stalled.Warn) != 2 || !strings.HasPrefix(stalled.Warn[0], "thread 1 ran 1 event (") || !strings.HasPrefix(stalled.Warn[1], "thread 2 ran 0 events (") {
+		t.Errorf("warnings %q, want threads 1 and 2 named", stalled.Warn)
+	}
+	if !strings.Contains(text, "WARNING: thread 2 ran 0 events") || !strings.Contains(text, "its own slice of k") {
+		t.Errorf("summary does not warn of thread 2, or lacks select_random_*'s note:\n%s", text)
+	}
+	// just above the share: no warning; just below it: one
+	if f, _ := get([]int{1000, 1000, 1000, 109}); len(f.Warn) != 0 {
+		t.Errorf("a thread at 14%% of the average warned: %q", f.Warn)
+	}
+	if f, _ := get([]int{1000, 1000, 1000, 70}); len(f.Warn) != 1 {
+		t.Errorf("a thread at 9%% of the average: warnings %q, want one", f.Warn)
+	}
+}

@@ -10,10 +10,48 @@
 // option, default 95) plus p50, p99 and max.
 import { histName, stepWindows } from './steps.js';
 import { stepStatements } from './statements.js';
+import { CONTRACT } from './config.js';
 
 export { histName };
 
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
+
+// sysbench's select_random_* give each thread its own slice of k values, and k is not uniform
+// (rand_type special by default): a thread whose slice is dense runs slower events, in
+// sysbench as here (docs/bench.md, "Threads fairness").
+const SLICED = /^select_random_/;
+const SLICED_NOTE = 'each thread of this workload reads its own slice of k; where k is dense, its events are slower: sysbench\'s threads are as uneven';
+
+// avg, stddev (over the threads, as sysbench's: population), min, max of xs.
+function spread(xs) {
+  const n = xs.length;
+  if (!n) return { avg: 0, stddev: 0, min: 0, max: 0 };
+  const avg = xs.reduce((a, x) => a + x, 0) / n;
+  const sd = Math.sqrt(xs.reduce((a, x) => a + (x - avg) ** 2, 0) / n);
+  return { avg, stddev: sd, min: Math.min(...xs), max: Math.max(...xs) };
+}
+
+// fairnessOf(t) -> sysbench's threads fairness of a step from its threads' tallies (k6/x/tbs
+// Histogram.threads(): ids, events, time_ms), with each thread's figures and the warnings.
+// A thread that ran fewer events than timing.fair_share of the step's average (k6/contract.json;
+// tidbbench/merge.py applies the same rule to a split run) is named in a warning, as is a thread
+// with none: a thread that stopped, or a slice of the table that runs at another pace, must not
+// hide in the step's total.
+export function fairnessOf(t) {
+  const events = t.events.map(Number);
+  const time = t.time_ms.map((x) => x / 1000);
+  const f = { threads: events.length, events: spread(events), time_s: spread(time), per_thread: { ids: t.ids, events, time_s: time } };
+  const low = f.events.avg * CONTRACT.timing.fair_share;
+  const warnings = [];
+  events.forEach((e, i) => {
+    if (e === 0 || e < low) {
+      warnings.push(`thread ${t.ids[i]} ran ${e} event${e === 1 ? '' : 's'}` +
+        ` (${fmt(f.events.avg ? (100 * e) / f.events.avg : 0, 1)}% of the threads' average, ${fmt(f.events.avg, 1)})`);
+    }
+  });
+  f.warnings = warnings;
+  return f;
+}
 
 function val(data, name, stat) {
   const m = data.metrics[name];
@@ -68,6 +106,7 @@ export function stepFigures(data, o, tbs, endedAt) {
       latency_ms: latencyFigures(h, snap, o),
       histogram: histogramData(snap),
       vus_ready: tbs.counter(`${name}/ready`).get(),
+      fairness: fairnessOf(h.threads()),
       window,
     };
     // the longest time in which no event of the measured window ended: between two events
@@ -127,6 +166,14 @@ export function summaryText(steps, o, sd) {
     lines.push(`    latency (ms):       min: ${fmt(l.min)}  avg: ${fmt(l.avg)}  max: ${fmt(l.max)}  ${pctLabel}: ${fmt(l.pct_value)}` +
       `  (p50: ${fmt(l.p50)}  p99: ${fmt(l.p99)})`);
     if (s.max_gap_s >= 1) lines.push(`    longest time without a finished event: ${fmt(s.max_gap_s, 1)}s`);
+    if (s.fairness) {
+      const f = s.fairness;
+      lines.push(`    threads fairness (${f.threads} thread${f.threads === 1 ? '' : 's'}):`);
+      lines.push(`      events (avg/stddev):          ${fmt(f.events.avg, 4)}/${fmt(f.events.stddev)}   (min/max: ${f.events.min}/${f.events.max})`);
+      lines.push(`      execution time (avg/stddev):  ${fmt(f.time_s.avg, 4)}/${fmt(f.time_s.stddev)}   (min/max: ${fmt(f.time_s.min, 4)}/${fmt(f.time_s.max, 4)})`);
+      for (const wn of f.warnings) lines.push(`    WARNING: ${wn}`);
+      if (f.warnings.length && SLICED.test(o.workload)) lines.push(`    (${SLICED_NOTE})`);
+    }
     if (s.rate) {
       const r = s.response_latency_ms;
       lines.push(`    rate:               requested ${s.rate.requested}/s, achieved ${fmt(s.tps)}/s` +

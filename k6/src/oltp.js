@@ -136,7 +136,7 @@ function activate(data) {
     // one sequence for the whole run (sysbench's is global): no id is given twice, in any
     // step or by any load generator (lanes interleave the instances' indices)
     tw.unique = tbs.unique(`${data.testid}/unique`, seed, (seed ^ 0x5bd1e995) >>> 0, data.instances || 1, data.lane || 0);
-    mine.push({ conn: c, rec: c.samples, w: tw, loop: o.native_loop ? nativeLoop(o.workload, c, tw, c.samples) : null });
+    mine.push({ id, conn: c, rec: c.samples, w: tw, loop: o.native_loop ? nativeLoop(o.workload, c, tw, c.samples) : null });
   }
   w = mine[0].w;
   // null: not a workload the loop runs; then the JavaScript event, and one thread per VU
@@ -150,7 +150,7 @@ function activate(data) {
   tags.instance_id = data.instance_id;
   warming = o.warmup_time > 0;
   tags.warmup = 'true'; // the connect phase and the warm-up are not measured
-  for (const t of mine) t.rec.use(null, null);
+  for (const t of mine) t.rec.use(null, null, t.id);
   // fresh connections and statements, before the load begins
   let connected = 0;
   for (const t of mine) if (connectUntil(t.conn, t.w.prepared, latest)) connected++;
@@ -197,7 +197,7 @@ function activate(data) {
 function startMeasuring(data) {
   warming = false;
   vuTags.warmup = 'false';
-  for (const t of mine) t.rec.use(hist, respHist);
+  for (const t of mine) t.rec.use(hist, respHist, t.id);
   tbs.mark(`${histName(data.testid, Number(stepTag))}/cpu_start`, tbs.cpuSeconds());
   nextCheck = nextStepStart(Number(stepTag), data);
 }

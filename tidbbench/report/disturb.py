@@ -1,7 +1,8 @@
 """What disturbed a run, from its manifest (results/<testid>.json): steps cut by SIGINT/SIGTERM
 (`interrupted`), steps during which no event completed for a while (`max_gap_s`,
 `max_gap_start`: a server killed or unreachable) with their reconnects, and steps whose
-figures come from k6's own summary because Prometheus has no data for them."""
+figures come from k6's own summary because Prometheus has no data for them; and threads that ran
+far below their share of a step's events (`fairness.warnings`: k6/lib/summary.js)."""
 from tidbbench.report.fmt import utc
 
 GAP_S = 1.0  # a step where no event completed for this long is named as disturbed
@@ -65,6 +66,12 @@ def step_notes(run, figs):
             rec = s.get("reconnects", 0)
             out.append(f"{t} threads: no event completed for {gap:.1f} s{when}"
                        f" ({rec} reconnect{'s' if rec != 1 else ''}, {s.get('errors', 0)} ignored errors in the step)")
+        warn = (s.get("fairness") or {}).get("warnings") or []
+        if warn:
+            shown = "; ".join(warn[:3]) + (f"; and {len(warn) - 3} more" if len(warn) > 3 else "")
+            sliced = (" (select_random_* give each thread its own slice of k: where k is dense, events are slower,"
+                      " in sysbench too)" if str(run.workload).startswith("select_random_") else "")
+            out.append(f"{t} threads, threads fairness: {shown}{sliced}")
         f = by_threads.get(t)
         if f is not None and getattr(f, "source", "") == SOURCE_K6:
             out.append(f"Prometheus has no data for the {t}-thread step: its figures are k6's own summary "

@@ -52,6 +52,7 @@ type Histogram struct {
 	maxGap   atomicFloat
 	gapStart atomicFloat
 	gapMu    sync.Mutex
+	threads  threadsOf // each thread's events and execution time (fairness.go)
 }
 
 func newHistogram() *Histogram {

@@ -16,6 +16,7 @@ type Recorder struct {
 	m                  *Module
 	metric, respMetric *metrics.Metric
 	h, rh              *Histogram
+	th                 *threadTally // the thread's events and time in h's step (fairness.go)
 	tally              *Tally
 	buf                []metrics.Sample
 	last               int // samples of the last batch sent: the next batch's first room
@@ -88,11 +89,15 @@ func (r *Recorder) Tally(t *TallyHandle) {
 	r.tally = t.t
 }
 
-// Use sets the histograms the next events go to (nil: none, e.g. during warm-up). The
+// Use sets the histograms the next events go to (nil: none, e.g. during warm-up), for
+// sysbench thread `thread` (its events and execution time in h's step: fairness.go). The
 // samples of the events before are sent first.
-func (r *Recorder) Use(h, rh *Histogram) {
+func (r *Recorder) Use(h, rh *Histogram, thread int) {
 	r.Flush()
-	r.h, r.rh = h, rh
+	r.h, r.rh, r.th = h, rh, nil
+	if h != nil {
+		r.th = h.thread(thread)
+	}
 }
 
 func (r *Recorder) push(mt *metrics.Metric, v float64) {
@@ -141,6 +146,8 @@ func (r *Recorder) Done(t0 float64) float64 {
 		b := bucketOf(lat)
 		if r.h != nil {
 			r.h.add(b, lat, t)
+			r.th.events.Add(1)
+			r.th.busy.add(lat)
 		}
 		if r.tally != nil {
 			r.tally.latency(b)
