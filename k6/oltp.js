@@ -582,6 +582,7 @@ function nativeLoop(workload, conn2, w2, rec2) {
     if (p !== "range_selects") counts[p] = w2.count(p);
     else for (const k of LOOP_PARTS[p]) counts[k] = w2.count(k);
   }
+  const random = d.event.includes("random_points") ? w2.randomPointsSql : d.event.includes("random_ranges") ? w2.randomRangesSql : "";
   return tbs5.loop({
     parts: d.event,
     trx: Boolean(d.trx) && !w2.o.skip_trx,
@@ -592,7 +593,13 @@ function nativeLoop(workload, conn2, w2, rec2) {
     range_size: w2.o.range_size,
     range_selects: Boolean(w2.o.range_selects),
     c_template: C_TEMPLATE,
-    pad_template: PAD_TEMPLATE
+    pad_template: PAD_TEMPLATE,
+    random_sql: random,
+    random_points: w2.o.random_points,
+    number_of_ranges: w2.o.number_of_ranges,
+    delta: w2.o.delta,
+    rmin: w2.rmin,
+    rmax: w2.rmax
   }, w2.rand, conn2.x, rec2, conn2);
 }
 function flushBulk(conn2, w2) {
@@ -728,7 +735,9 @@ var init_sysbench = __esm({
       range_selects: ["simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges"],
       index_updates: ["index_updates"],
       non_index_updates: ["non_index_updates"],
-      delete_inserts: ["deletes", "inserts"]
+      delete_inserts: ["deletes", "inserts"],
+      random_points: [],
+      random_ranges: []
     };
     BULK_PACKET = 512 * 1024;
   }
@@ -1170,11 +1179,33 @@ var init_statements = __esm({
 // k6/lib/summary.js
 var summary_exports = {};
 __export(summary_exports, {
+  fairnessOf: () => fairnessOf,
   histName: () => histName,
   stepFigures: () => stepFigures,
   summarize: () => summarize,
   summaryText: () => summaryText
 });
+function spread(xs) {
+  const n = xs.length;
+  if (!n) return { avg: 0, stddev: 0, min: 0, max: 0 };
+  const avg = xs.reduce((a, x) => a + x, 0) / n;
+  const sd = Math.sqrt(xs.reduce((a, x) => a + (x - avg) ** 2, 0) / n);
+  return { avg, stddev: sd, min: Math.min(...xs), max: Math.max(...xs) };
+}
+function fairnessOf(t) {
+  const events = t.events.map(Number);
+  const time = t.time_ms.map((x) => x / 1e3);
+  const f = { threads: events.length, events: spread(events), time_s: spread(time), per_thread: { ids: t.ids, events, time_s: time } };
+  const low = f.events.avg * CONTRACT.timing.fair_share;
+  const warnings = [];
+  events.forEach((e, i) => {
+    if (e === 0 || e < low) {
+      warnings.push(`thread ${t.ids[i]} ran ${e} event${e === 1 ? "" : "s"} (${fmt2(f.events.avg ? 100 * e / f.events.avg : 0, 1)}% of the threads' average, ${fmt2(f.events.avg, 1)})`);
+    }
+  });
+  f.warnings = warnings;
+  return f;
+}
 function val(data, name, stat) {
   const m = data.metrics[name];
   return m && m.values && m.values[stat] !== void 0 ? m.values[stat] : 0;
@@ -1232,6 +1263,7 @@ function stepFigures(data, o2, tbs11, endedAt) {
       latency_ms: latencyFigures(h, snap, o2),
       histogram: histogramData(snap),
       vus_ready: tbs11.counter(`${name}/ready`).get(),
+      fairness: fairnessOf(h.threads()),
       window
     };
     const close = Math.min(endedAt, window.measure_end);
@@ -1291,6 +1323,14 @@ function summaryText(steps, o2, sd) {
     lines.push(`    reconnects:         ${s.reconnects}  (${fmt2(s.elapsed_s ? s.reconnects / s.elapsed_s : 0)} per sec.)`);
     lines.push(`    latency (ms):       min: ${fmt2(l.min)}  avg: ${fmt2(l.avg)}  max: ${fmt2(l.max)}  ${pctLabel}: ${fmt2(l.pct_value)}  (p50: ${fmt2(l.p50)}  p99: ${fmt2(l.p99)})`);
     if (s.max_gap_s >= 1) lines.push(`    longest time without a finished event: ${fmt2(s.max_gap_s, 1)}s`);
+    if (s.fairness) {
+      const f = s.fairness;
+      lines.push(`    threads fairness (${f.threads} thread${f.threads === 1 ? "" : "s"}):`);
+      lines.push(`      events (avg/stddev):          ${fmt2(f.events.avg, 4)}/${fmt2(f.events.stddev)}   (min/max: ${f.events.min}/${f.events.max})`);
+      lines.push(`      execution time (avg/stddev):  ${fmt2(f.time_s.avg, 4)}/${fmt2(f.time_s.stddev)}   (min/max: ${fmt2(f.time_s.min, 4)}/${fmt2(f.time_s.max, 4)})`);
+      for (const wn of f.warnings) lines.push(`    WARNING: ${wn}`);
+      if (f.warnings.length && SLICED.test(o2.workload)) lines.push(`    (${SLICED_NOTE})`);
+    }
     if (s.rate) {
       const r = s.response_latency_ms;
       lines.push(`    rate:               requested ${s.rate.requested}/s, achieved ${fmt2(s.tps)}/s${s.rate.backlog_at_end || s.rate.dropped ? `  NOT KEPT: ${s.rate.backlog_at_end} events still queued at the end, ${s.rate.dropped} dropped (queue full)` : ""}`);
@@ -1341,12 +1381,15 @@ function summarize(data, o2, tbs11) {
   files[`${o2.results_dir}/${file}`] = JSON.stringify(out, null, 2);
   return files;
 }
-var fmt2;
+var fmt2, SLICED, SLICED_NOTE;
 var init_summary = __esm({
   "k6/lib/summary.js"() {
     init_steps();
     init_statements();
+    init_config();
     fmt2 = (x, d = 2) => Number.isFinite(x) ? x.toFixed(d) : "n/a";
+    SLICED = /^select_random_/;
+    SLICED_NOTE = "each thread of this workload reads its own slice of k; where k is dense, its events are slower: sysbench's threads are as uneven";
   }
 });
 
@@ -1716,7 +1759,7 @@ function activate(data) {
     const c = j === 0 ? conn : spare[j - 1];
     const tw = workState(o, makeRand(o, stepIdx * 1048576 + id), id, threads);
     tw.unique = tbs10.unique(`${data.testid}/unique`, seed, (seed ^ 1540483477) >>> 0, data.instances || 1, data.lane || 0);
-    mine.push({ conn: c, rec: c.samples, w: tw, loop: o.native_loop ? nativeLoop(o.workload, c, tw, c.samples) : null });
+    mine.push({ id, conn: c, rec: c.samples, w: tw, loop: o.native_loop ? nativeLoop(o.workload, c, tw, c.samples) : null });
   }
   w = mine[0].w;
   group = mine[0].loop ? tbs10.group(mine.map((t) => t.loop), FLUSH_MS) : null;
@@ -1729,7 +1772,7 @@ function activate(data) {
   tags.instance_id = data.instance_id;
   warming = o.warmup_time > 0;
   tags.warmup = "true";
-  for (const t of mine) t.rec.use(null, null);
+  for (const t of mine) t.rec.use(null, null, t.id);
   let connected = 0;
   for (const t of mine) if (connectUntil(t.conn, t.w.prepared, latest)) connected++;
   if (connected && o.workload === "bulk_insert") {
@@ -1778,7 +1821,7 @@ function activate(data) {
 function startMeasuring(data) {
   warming = false;
   vuTags.warmup = "false";
-  for (const t of mine) t.rec.use(hist, respHist);
+  for (const t of mine) t.rec.use(hist, respHist, t.id);
   tbs10.mark(`${histName(data.testid, Number(stepTag))}/cpu_start`, tbs10.cpuSeconds());
   nextCheck = nextStepStart(Number(stepTag), data);
 }

@@ -252,6 +252,8 @@ const LOOP_PARTS = {
   index_updates: ['index_updates'],
   non_index_updates: ['non_index_updates'],
   delete_inserts: ['deletes', 'inserts'],
+  random_points: [],
+  random_ranges: [],
 };
 
 // loopRuns(o) -> whether oltp.js runs o's workload in the native event loop: native_loop is on,
@@ -276,10 +278,13 @@ export function nativeLoop(workload, conn, w, rec) {
     if (p !== 'range_selects') counts[p] = w.count(p);
     else for (const k of LOOP_PARTS[p]) counts[k] = w.count(k);
   }
+  const random = d.event.includes('random_points') ? w.randomPointsSql : d.event.includes('random_ranges') ? w.randomRangesSql : '';
   return tbs.loop({
     parts: d.event, trx: Boolean(d.trx) && !w.o.skip_trx, counts, texts,
     tables: w.o.tables, table_size: w.o.table_size, range_size: w.o.range_size, range_selects: Boolean(w.o.range_selects),
     c_template: C_TEMPLATE, pad_template: PAD_TEMPLATE,
+    random_sql: random, random_points: w.o.random_points, number_of_ranges: w.o.number_of_ranges, delta: w.o.delta,
+    rmin: w.rmin, rmax: w.rmax,
   }, w.rand, conn.x, rec, conn);
 }
 

@@ -7,7 +7,7 @@
  * import tbs from 'k6/x/tbs';
  * const rec = tbs.recorder('oltp_latency', '');   // init context
  * const done = rec.doneFn();
- * rec.use(tbs.histogram('run/t8'), null);
+ * rec.use(tbs.histogram('run/t8'), null, 0);   // thread 0
  * const end = done(tbs.now());
  * ```
  *
@@ -106,6 +106,14 @@ export interface Histogram {
   count(): number;
   /** The histogram as plain data. */
   snapshot(): HistogramSnapshot;
+  /** Each thread's events and execution time (ms) in the step, by thread id (sysbench's threads fairness). */
+  threads(): HistogramThreads;
+}
+
+export interface HistogramThreads {
+  ids: number[];
+  events: number[];
+  time_ms: number[];
 }
 
 export interface HistogramSnapshot {
@@ -145,8 +153,8 @@ export interface LatencyHistogramSpec {
 export interface Recorder {
   /** A recorder for another thread of the VU (threads_per_vu): the same metrics and tally, samples of its own. */
   fork(): Recorder;
-  /** Sets the histograms the next events go to (null: none, e.g. during warm-up); sends the samples gathered so far. */
-  use(h: Histogram | null, rh: Histogram | null): void;
+  /** Sets the histograms the next events of sysbench thread `thread` go to (null: none, e.g. during warm-up); sends the samples gathered so far. */
+  use(h: Histogram | null, rh: Histogram | null, thread: number): void;
   /** Every event's latency, warm-up included, also goes to tally `t` (null: no more). */
   tally(t: Tally | null): void;
   /** Sends the batched samples to k6. */
@@ -230,6 +238,14 @@ export interface LoopSpec {
   range_selects: boolean;
   c_template: string;
   pad_template: string;
+  /** select_random_*: the one statement ('' for the other workloads). */
+  random_sql: string;
+  random_points: number;
+  number_of_ranges: number;
+  delta: number;
+  /** select_random_*: the thread's slice of k values, [rmin, rmax]. */
+  rmin: number;
+  rmax: number;
 }
 
 /** One sysbench thread's native event loop (k6/ext/tbs/loop.go): a handle for group(), no methods. */

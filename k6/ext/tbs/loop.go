@@ -3,7 +3,8 @@ package tbs
 // The native event loop (oltp.js's native_loop option, on by default): a VU's events of
 // a parts-based OLTP workload (k6/contract.json's workloads made of point_selects,
 // range_selects, index_updates, non_index_updates and delete_inserts, with or without
-// BEGIN/COMMIT) run back to back in Go, without a JavaScript call per statement or per event.
+// BEGIN/COMMIT, and select_random_points / select_random_ranges) run back to back in Go,
+// without a JavaScript call per statement or per event.
 //
 // JavaScript declares the workload once per sysbench thread and step (k6/lib/sysbench.js
 // nativeLoop: the parts, the counts, the statement texts, built there so the SQL has one
@@ -41,6 +42,14 @@ type LoopSpec struct {
 	Texts        map[string][]string `js:"texts"`         // statement key -> its text for tables 1..tables
 	CTemplate    string              `js:"c_template"`    // sysbench's c string template
 	PadTemplate  string              `js:"pad_template"`  // sysbench's pad string template
+	// select_random_*: the one statement, its count of points or ranges, the ranges' delta and
+	// the thread's slice of k values [rmin, rmax] (sysbench.js workState)
+	RandomSQL    string  `js:"random_sql"`
+	RandomPoints int     `js:"random_points"`
+	Ranges       int     `js:"number_of_ranges"`
+	Delta        float64 `js:"delta"`
+	RMin         float64 `js:"rmin"`
+	RMax         float64 `js:"rmax"`
 }
 
 // the indices of the query counts in conn.n (k6/lib/conn.js READS, WRITES, OTHERS, TXS)
@@ -191,6 +200,24 @@ func (l *loop) part(s *LoopSpec, name string) (func() error, error) {
 			}
 			return nil
 		})
+	case "random_points": // select_random_points.lua's event: one SELECT ... WHERE k IN (points)
+		args := make([]any, s.RandomPoints)
+		return func() error {
+			for i := range args {
+				args[i] = int64(l.r.def(s.RMin, s.RMax))
+			}
+			return l.read(s.RandomSQL, args...)
+		}, nil
+	case "random_ranges": // select_random_ranges.lua's: one SELECT count(k) ... k BETWEEN v AND v+delta OR ...
+		args := make([]any, 2*s.Ranges)
+		delta := int64(s.Delta)
+		return func() error {
+			for i := 0; i < len(args); i += 2 {
+				v := int64(l.r.def(s.RMin, s.RMax))
+				args[i], args[i+1] = v, v+delta
+			}
+			return l.read(s.RandomSQL, args...)
+		}, nil
 	}
 	return nil, fmt.Errorf("k6/x/tbs: loop: part %q is not one the native loop runs", name)
 }
