@@ -1,5 +1,6 @@
 """.stack/k6.env (written by scripts/stack up: remote write, the target, its password), read in
-one place for Python. scripts/k6 exports the same file's lines for k6 itself."""
+one place for Python. For k6, our launcher core reads the same file (`k6 x tbs run --stack-env`,
+readEnvFile in k6/ext/launch/target.go), as scripts/k6 runs it."""
 import json
 import os
 import subprocess
