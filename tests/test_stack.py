@@ -1,5 +1,9 @@
 """Issue #2: the local stack carries a workload from k6 through Prometheus, for real."""
 import json
+import re
+import shutil
+import socket
+import subprocess
 import time
 
 import pytest
@@ -36,11 +40,43 @@ def test_tidb_version_is_truthful(stack):
     assert "module-build" in v
 
 
+def both_services():
+    """The services `scripts/stack up --target both` runs (Grafana where it is installed)."""
+    out = ["tidb", "mariadb", "mysqld_exporter", "process_exporter", "history_db", "prometheus", "loki",
+           "node_exporter", "promtail"]
+    return out + (["grafana"] if shutil.which("grafana") or shutil.which("grafana-server") else [])
+
+
+def reported_ports(stdout, stderr, services, ports):
+    """What a second `up` says: every service already running (none started), each in the status
+    table as up with the pid `up` named and its runtime/stack.json port(s) on 127.0.0.1 (TiDB:
+    its SQL and status ports). Returns {service: [port, ...]} as reported."""
+    assert not re.findall(r"starting (\w+)", stderr), stderr
+    pids = dict(re.findall(r"(\w+) already running \(pid (\d+)\)", stderr))
+    rows = {line.split()[0]: line.split() for line in stdout.splitlines() if line.split()}
+    out = {}
+    for svc in services:
+        assert svc in pids, f"{svc}: no 'already running' line in:\n{stderr}"
+        assert svc in rows, f"{svc}: not in the status table:\n{stdout}"
+        _, state, pid, *where = rows[svc]
+        assert state == "up" and pid == pids[svc], rows[svc]
+        out[svc] = [int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", " ".join(where))]
+        want = [ports[svc]] + ([ports["tidb_status"]] if svc == "tidb" else [])
+        assert out[svc] == want, f"{svc} reported on {out[svc]}, runtime/stack.json says {want}: {rows[svc]}"
+    return out
+
+
 def test_stack_up_is_idempotent_and_reports_ports(stack):
-    import subprocess
+    """A second `up` starts nothing and prints every service with the ports of runtime/stack.json,
+    each of which answers a TCP connection."""
+    ports = json.loads((ROOT / "runtime/stack.json").read_text())["ports"]["local"]
     p = subprocess.run([str(ROOT / "scripts/stack"), "up", "--target", "both"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
-    assert "already running" in p.stderr
+    reported = reported_ports(p.stdout, p.stderr, both_services(), ports)
+    for svc, svc_ports in reported.items():
+        for port in svc_ports:
+            with socket.create_connection(("127.0.0.1", port), timeout=5):
+                pass  # the reported port is the service's: it listens there
     # a bad --target: tests/test_bad_input_all.py (stack-target)
 
 
