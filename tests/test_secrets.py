@@ -111,11 +111,22 @@ def test_no_secret_in_process_arguments_k6_output_results_or_report(run_seen, tm
 
 
 def test_no_secret_in_any_results_file_or_log(run_seen):
+    """Every results file (manifests, reports) and every log of the stack, k6's per-run logs
+    included. The run above's own files must be among those read, each holding its testid: an
+    empty or moved results folder, or a log the launcher no longer writes, fails here."""
+    testid = run_testid(run_seen[0].stdout + run_seen[0].stderr)
+    read = {}
     for f in (ROOT / "results").rglob("*"):
         if f.is_file() and f.suffix in (".json", ".md", ".html", ".log"):
-            assert_no_secret(f.read_text(errors="replace"), str(f))
-    for f in (STATE / "logs").glob("*.log"):
-        assert_no_secret(f.read_bytes().decode(errors="replace"), str(f))
+            read[f] = f.read_text(errors="replace")
+            assert_no_secret(read[f], str(f))
+    for f in (STATE / "logs").rglob("*.log"):
+        read[f] = f.read_bytes().decode(errors="replace")
+        assert_no_secret(read[f], str(f))
+    own = [ROOT / "results" / f"{testid}.json", STATE / "logs" / "k6.log", STATE / "logs" / "k6-runs" / f"{testid}.log"]
+    missing = [str(f) for f in own if f not in read]
+    assert not missing, f"the run's own files were not read (of {len(read)} files): {missing}"
+    assert all(testid in read[f] for f in own), [str(f) for f in own if testid not in read[f]]
 
 
 def test_no_secret_in_prometheus_labels(run_seen):
