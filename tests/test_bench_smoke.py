@@ -1,7 +1,9 @@
 """tools/bench in a tiny mode (a second or two per figure) against the local stack's real
 TiDB, sysbench 1.0.20 and Prometheus: every figure's line is printed with numbers, with the
 command and the conditions, and the database's CPU affinity is given back. A smoke test of
-the benchmark, not a speed assertion: the figures themselves are not judged here."""
+the benchmark, not a speed assertion: the figures themselves are not judged here, but every
+verdict a line prints against its target (ok, SHORT) must be the one its printed figure gives, so
+a SHORT is a figure that missed its target, never a verdict that was not computed."""
 import os
 import re
 import shutil
@@ -30,6 +32,49 @@ def tidb_affinity():
 
 def assert_line(out, pattern):
     assert re.search(pattern, out, re.M), f"no line matching {pattern!r} in:\n{out}"
+
+
+# Each verdict against a target: its pattern (the figure v, a median ratio or a growth, the
+# target t when the line prints it, the verdict), the comparison, the target, and the decimals
+# the figure is printed with.
+VERDICTS = [
+    (rf"^runs: .* threads: \S+ ours/sysbench (?P<v>{NUM}) .*targets \S+ >= 1\.0 (?P<verdict>ok|SHORT),", ">=", "1.0", 2),
+    (rf"^runs: .*; p95 ours/sysbench (?P<v>{NUM}) .*p95 within one bucket \(<= (?P<t>{NUM})\) (?P<verdict>ok|SHORT)",
+     "<=", None, 2),
+    (rf"^floor: .*gofloor's (?P<v>{NUM}) .*target <= 1\.2 (?P<verdict>ok|SHORT)\)", "<=", "1.2", 2),
+    (rf"^tax: .*remote write on/off (?P<v>{NUM}) .*\(target >= 0\.97: remote write (?P<verdict>ok|SHORT),", ">=", "0.97", 3),
+    (rf"^tax: .*web dashboard on/off (?P<v>{NUM}) .*, dashboard (?P<verdict>ok|SHORT)\)", ">=", "0.97", 3),
+    (rf"^setup: .*k6/sysbench: RSS (?P<v>{NUM})x.*?\(target <= 2x: (?P<verdict>ok|SHORT)\)", "<=", "2", 2),
+    (rf"^setup: .*, set-up time (?P<v>{NUM})x.*?\(target <= 2x: (?P<verdict>ok|SHORT)\)", "<=", "2", 2),
+    (rf"^soak-rss: .*growth (?P<v>{NUM})% \(target <= 10%: (?P<verdict>ok|SHORT)\)", "<=", "10", 1),
+]
+
+
+def verdicts(out):
+    """[(line, printed verdict, the verdict of the printed figure)] of every verdict in out; None
+    where the figure is within its rounding of the target (either verdict is then right)."""
+    found = []
+    for line in out.splitlines():
+        for pattern, op, target, digits in VERDICTS:
+            m = re.search(pattern, line)
+            if not m:
+                continue
+            v, t = float(m["v"]), float(target if target is not None else m["t"])
+            if abs(v - t) <= 0.5 * 10 ** -digits + 1e-9:
+                right = None
+            else:
+                right = "ok" if (v >= t if op == ">=" else v <= t) else "SHORT"
+            found.append((line, m["verdict"], right))
+    return found
+
+
+def assert_verdicts(out, count):
+    """out holds `count` verdicts and each is its figure's (SHORT only for a missed target)."""
+    found = verdicts(out)
+    assert len(found) == count, f"{len(found)} verdicts, expected {count}: {found}"
+    wrong = [f"{line}: prints {said}, its figure gives {right}" for line, said, right in found
+             if right is not None and said != right]
+    assert not wrong, "verdicts that are not their figures':\n" + "\n".join(wrong)
 
 
 @pytest.mark.skipif(shutil.which("sysbench") is None, reason="sysbench is not installed (apt-get install sysbench)")
@@ -71,6 +116,8 @@ def test_bench_prints_every_figure(stack):
                          rf"set-up time {NUM}x \(target <= 2x: (ok|SHORT)\), set-up CPU {NUM}x; 1 round\(s\), 1 s each "
                          rf"\(medians of each round's ratios\)$")
     assert_line(out, rf"^conditions: {NUM} s of bench; other processes used {NUM} of {NUM} cores on average -> (quiet|BUSY)")
+    # runs 2, floor 1, tax 2, setup 2 at each of 3 and 5 threads
+    assert_verdicts(out, 9)
     assert "--mysql-password" not in out
     # the server's threads have their affinity back (threads born meanwhile: the main thread's)
     after = tidb_affinity()
@@ -87,6 +134,7 @@ def test_bench_soak_rss(stack):
                      rf"RSS sampled every 0.5 s: mean {NUM} MiB over minute {NUM}-{NUM} \(\d+ samples\), {NUM} MiB over minute "
                      rf"{NUM}-{NUM} \(\d+\): growth {NUM}% \(target <= 10%: (ok|SHORT)\); RssAnon {NUM} -> {NUM} MiB, "
                      rf"RssFile {NUM} -> {NUM} MiB; peak {NUM} MiB")
+    assert_verdicts(out, 1)
     assert_line(out, r"^conditions: ")
 
 
