@@ -117,6 +117,18 @@ def test_bad_input_exits_2_naming_it(tmp_path, capsys):
 
 
 def test_the_tool_runs_as_documented():
-    p = subprocess.run([str(ROOT / "tools/report-diff"), *ALIAS, str(GOLD / "a.md"), str(GOLD / "b.md")],
-                       capture_output=True, text=True, timeout=60)
+    """tools/report-diff (bash, in the venv) as docs/report.md gives it: exit 0 and 'agree:' for two
+    reports that agree, 1 with the differences listed for two that do not, 2 naming bad input."""
+    def tool(*args):
+        return subprocess.run([str(ROOT / "tools/report-diff"), *args], capture_output=True, text=True, timeout=60)
+    a, b = str(GOLD / "a.md"), str(GOLD / "b.md")
+    p = tool(*ALIAS, a, b)
     assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.startswith(f"agree: {a} and {b} (same sections, tables, rows and fixed values; figures within 50%"), \
+        p.stdout
+    p = tool(a, b)  # without the alias, each side's own database differs
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert p.stdout.startswith(f"2 difference(s) between A={a} and B={b}:"), p.stdout
+    assert "-    -e mysql_db=sbtest_a \\" in p.stdout and "+    -e mysql_db=sbtest_b \\" in p.stdout, p.stdout
+    p = tool(a, str(GOLD / "nope.md"))
+    assert p.returncode == 2 and "nope.md: no such report" in p.stderr, (p.returncode, p.stderr)
