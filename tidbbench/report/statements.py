@@ -269,7 +269,10 @@ def section(sets, labels, workloads):
         L.append("")
     warn = stats.out_of_reach(family)
     if warn:
-        L += [f"> **Warning:** the average latencies are compared in one family of {len(family)} statement cells. "
+        tested = sum(1 for c in family if c.testable)  # the cells Holm adjusts (stats.adjust)
+        rest = len(family) - tested
+        more = f" ({rest} more cannot be tested: a side with one sample, or no usable figure)" if rest else ""
+        L += [f"> **Warning:** the average latencies are compared in one family of {tested} statement cells{more}. "
               f"{warn} Only a plan change or a statement one side alone ran can be listed.", ""]
     if not changed:
         L.append("No statement's plan or average latency changed by this rule." if compared else
