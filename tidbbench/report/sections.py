@@ -192,9 +192,11 @@ class WorkloadSections:
         if same:
             rest += f"; ~ at {ts(same)}"
         body = ", ".join(parts) if parts else "not significantly changed"
-        holm = f", Holm over {fam} cells" if fam > 1 else ""
-        return (f"{head} is {body}{rest} ({n_text}, Hodges-Lehmann change and its interval from the exact "
-                f"Mann-Whitney U test{holm}).{warn}{tail}")
+        # the p shown is Holm's, the interval the cell's own (stats.py): said when they differ
+        how = ("Hodges-Lehmann change and its interval from the exact Mann-Whitney U test" if fam == 1 else
+               "Hodges-Lehmann change; each interval is the cell's own 95% interval, not adjusted, from the exact "
+               f"Mann-Whitney U test; each p is adjusted by Holm over {fam} cells")
+        return f"{head} is {body}{rest} ({n_text}, {how}).{warn}{tail}"
 
     # -- files
 
