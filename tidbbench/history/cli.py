@@ -177,8 +177,12 @@ def analyse(conn, series, metrics, params):
         for metric in metrics:
             have = hcp.metric_points(pts, metric)
             cells.append((s, metric))
-            if len(have) < len(pts):
-                notes.append(f"{s}: {len(pts) - len(have)} of {len(pts)} runs have no {metric} (gaps, left out)")
+            bad = hcp.not_numbers(pts, metric)
+            if len(have) + len(bad) < len(pts):
+                notes.append(f"{s}: {len(pts) - len(have) - len(bad)} of {len(pts)} runs have no {metric} (gaps, left out)")
+            if bad:
+                notes.append(f"{s}: {len(bad)} of {len(pts)} runs have a {metric} that is not a number "
+                             f"({', '.join(sorted({str(v) for v in bad}))}): left out")
             if len(have) < need:
                 if len(pts) >= need:
                     notes.append(f"{s}: {len(have)} runs with {metric}: too few for a change point (at least {need})")
@@ -252,10 +256,13 @@ def fmt(v, d=2):
 
 def cp_text(c):
     ci = f"95% CI {c.ci_low_pct:+.2f}% to {c.ci_high_pct:+.2f}%, " if c.ci_low_pct is not None else ""
-    L = [f"  {c.metric}: {c.direction} {c.magnitude_pct:+.2f}% ({ci}p={c.pvalue:.2g}) at {c.at}",
+    L = [f"  {c.metric}: {c.direction} {c.change_text()} ({ci}p={c.pvalue:.2g}) at {c.at}",
          f"      mean {fmt(c.mean_before)} -> {fmt(c.mean_after)} ({c.runs_before} runs before, {c.runs_after} after); "
-         f"last run before {c.run_key_before}, first run after {c.run_key_after}",
-         "      evidence:"]
+         f"last run before {c.run_key_before}, first run after {c.run_key_after}"]
+    if c.also_likely:  # the data fit other places alike: the evidence's two runs may be of one level
+        L.append(f"      its place is uncertain: the data fit {' or '.join(c.also_likely)} as the first run after as "
+                 f"well; the evidence compares {c.run_key_before} and {c.run_key_after}")
+    L += ["      evidence:"]
     L += [f"        {it['rank']}. {it['text']}" for it in (c.evidence or [])] or ["        (none recorded)"]
     return L
 
@@ -304,7 +311,7 @@ def do_changes(a):
             print()
             if failed:
                 for c in failed:
-                    print(f"REGRESSION {c.series} {c.metric} {c.magnitude_pct:+.2f}% (threshold {a.threshold:g}%) "
+                    print(f"REGRESSION {c.series} {c.metric} {c.change_text()} (threshold {a.threshold:g}%) "
                           f"since {c.at}, first run after: {c.run_key_after}")
             else:
                 print(f"check passed: no series' last change point is a regression of {a.threshold:g}% or more")
@@ -332,7 +339,7 @@ def do_runs(a):
     cps, notes = analyse(conn, [s], a.metric or hcp.DEFAULT_METRICS, params)
     marks = {}
     for c in cps:
-        marks.setdefault(c.run_key_after, []).append(f"<- {c.metric} {c.direction} {c.magnitude_pct:+.1f}%")
+        marks.setdefault(c.run_key_after, []).append(f"<- {c.metric} {c.direction} {c.change_text(1)}")
     if a.json:
         print(json.dumps({"series": s, "runs": pts, "change_points": [cp_json(c) for c in cps], "notes": notes},
                          indent=2))
