@@ -303,6 +303,7 @@ func (c *Conn) stmt(ctx context.Context, query string) (driver.Stmt, error) {
 	if err != nil {
 		return nil, err
 	}
+	s = withRows(s) // rows.go
 	if len(c.order) >= maxCachedStmts {
 		oldest := c.order[0]
 		c.order = c.order[1:]
@@ -327,7 +328,8 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err != nil {
 		return nil, c.track(query, err)
 	}
-	rows, err := s.(driver.StmtQueryContext).QueryContext(ctx, args)
+	st, _ := rowsOf(s) // rows.go
+	rows, err := st.(driver.StmtQueryContext).QueryContext(ctx, args)
 	return rows, c.track(query, err)
 }
 

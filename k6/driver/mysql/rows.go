@@ -42,6 +42,24 @@ func returnsRows(s driver.Stmt) bool {
 	return f.IsValid() && f.Kind() == reflect.Slice && f.Len() > 0
 }
 
+// rowsStmt is a statement of the connection's cache with returnsRows worked out once, when it
+// was prepared (the column definitions are read then), not on every execution.
+type rowsStmt struct {
+	driver.Stmt
+	rows bool
+}
+
+// withRows wraps a freshly prepared statement for the cache (Conn.stmt).
+func withRows(s driver.Stmt) driver.Stmt { return &rowsStmt{Stmt: s, rows: returnsRows(s)} }
+
+// rowsOf returns the statement under s and whether it returns rows under the metadata cache.
+func rowsOf(s driver.Stmt) (driver.Stmt, bool) {
+	if r, ok := s.(*rowsStmt); ok {
+		return r.Stmt, r.rows
+	}
+	return s, returnsRows(s)
+}
+
 // cachedColumnsField is the field of go-sql-driver's mysqlStmt that holds the statement's
 // cached column definitions (v1.10.1, statement.go).
 const cachedColumnsField = "columns"
@@ -52,7 +70,8 @@ var noRows driver.Result = driver.RowsAffected(0)
 // execValues runs a prepared statement: Exec, or for a statement that returns rows under the
 // metadata cache, Query with its rows read off the wire and discarded (batch.go).
 func execValues(s driver.Stmt, args []driver.Value) (driver.Result, error) {
-	if !returnsRows(s) {
+	s, rows := rowsOf(s)
+	if !rows {
 		return s.Exec(args) //nolint:staticcheck // the non-context Exec on purpose: no watcher, no conversion
 	}
 	return drain(s.Query(args)) //nolint:staticcheck // as Exec above
@@ -60,7 +79,8 @@ func execValues(s driver.Stmt, args []driver.Value) (driver.Result, error) {
 
 // execNamed is execValues with a context and named arguments (Conn.ExecContext).
 func execNamed(ctx context.Context, s driver.Stmt, args []driver.NamedValue) (driver.Result, error) {
-	if !returnsRows(s) {
+	s, rows := rowsOf(s)
+	if !rows {
 		return s.(driver.StmtExecContext).ExecContext(ctx, args)
 	}
 	return drain(s.(driver.StmtQueryContext).QueryContext(ctx, args))
