@@ -1,8 +1,9 @@
 """Issue 45, a map that is checked: the paths the docs name exist, and docs/ARCHITECTURE.md names
 every top-level folder and every subpackage of tidbbench/.
 
-The rule for a path (README.md, CONTRIBUTING.md, docs/*.md; fenced code blocks are left to
-tests/test_doc_commands.py, which runs them):
+The rule for a path (README.md, CONTRIBUTING.md, docs/*.md; a fenced block with a language, such
+as the `sh` blocks tests/test_doc_commands.py runs, is left out; an untagged one, a drawing, is
+read as one code span):
   - a relative link target ([text](target), not a URL, not an anchor alone) must exist, read from
     the doc's own folder, without its #anchor;
   - a word of an inline code span (`...`; words split at blanks and = , ; : ( ) quotes) that starts
@@ -33,7 +34,7 @@ NOT_PATH_PREFIXES = ("k6/x/",)  # JavaScript import paths of k6 extensions: k6/x
 RUNTIME = ("results/",)  # made by a run
 PLACEHOLDER = re.compile(r"[<>*?\[\]{}$]|\.\.\.")
 SPLIT = re.compile(r"[\s=,;:()'\"]+")
-FENCE = re.compile(r"^ *(```|~~~).*?^ *\1", re.M | re.S)
+FENCE = re.compile(r"^ *(```|~~~)(\w*)\n(.*?)^ *\1", re.M | re.S)
 CODE = re.compile(r"`([^`\n]+)`")
 LINK = re.compile(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 
@@ -56,18 +57,24 @@ def prose(text):
     return FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
 
 
+def spans(text):
+    """(line, text) of every inline code span outside the fences and of every untagged fence."""
+    out = [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in CODE.finditer(prose(text))]
+    return out + [(text.count("\n", 0, m.start(3)) + 1, m.group(3)) for m in FENCE.finditer(text) if not m.group(2)]
+
+
 def named_paths(text, tops):
-    """[(line, word)] of every repository path named in an inline code span, by the rule above."""
+    """[(line, word)] of every repository path named in a code span or a drawing, by the rule above."""
     out = []
-    for m in CODE.finditer(text):
-        for word in SPLIT.split(m.group(1)):
+    for line, span in spans(text):
+        for word in SPLIT.split(span):
             word = word.split("#")[0].rstrip(".")
             top = word.split("/")[0]
             if "/" not in word or top not in tops or PLACEHOLDER.search(word):
                 continue
             if word in NOT_PATHS or word.startswith(NOT_PATH_PREFIXES + RUNTIME):
                 continue
-            out.append((text.count("\n", 0, m.start()) + 1, word))
+            out.append((line, word))
     return out
 
 
@@ -85,9 +92,8 @@ def links(text):
 def broken(doc, text, tops, root=ROOT):
     """'doc:line: path' of every path the doc names that does not exist."""
     rel = doc.relative_to(root)
-    text = prose(text)
     bad = [f"{rel}:{n}: `{w}`" for n, w in named_paths(text, tops) if not (root / w).exists()]
-    bad += [f"{rel}:{n}: link {t}" for n, t in links(text) if not (doc.parent / t.split("#")[0]).exists()]
+    bad += [f"{rel}:{n}: link {t}" for n, t in links(prose(text)) if not (doc.parent / t.split("#")[0]).exists()]
     return bad
 
 
@@ -119,7 +125,7 @@ def test_every_path_the_docs_name_exists():
     checked, bad = 0, []
     for doc in docs():
         text = doc.read_text()
-        checked += len(named_paths(prose(text), tops)) + len(links(prose(text)))
+        checked += len(named_paths(text, tops)) + len(links(prose(text)))
         bad += broken(doc, text, tops)
     assert checked > 300, f"only {checked} paths found in the docs: is the rule still reading them?"
     assert not bad, "paths named in the docs that do not exist (fix the doc, or the rule in this file's docstring):\n" + \
@@ -142,9 +148,10 @@ def test_the_checks_see_a_missing_path_and_an_unnamed_folder(tmp_path):
     doc = tmp_path / "docs" / "x.md"
     text = ("`k6/lib/config.js` and `k6/lib/workloads`, `scripts/k6 run k6/lib/gone.js`, `k6/x/tbs`,\n"
             "`results/history.sqlite`, `k6/lib/*.js`, `k6/<name>/`, [ok](../k6/lib/config.js), [no](nope.md#a),\n"
-            "[web](https://example.com/a/b)\n```sh\nk6/lib/in-a-fence.js\n```\n")
+            "[web](https://example.com/a/b)\n```sh\nk6/lib/in-a-command.js\n```\n"
+            "```\ndrawing  k6/lib/config.js -> k6/lib/drawn.js\n```\n")
     assert broken(doc, text, {"k6"}, tmp_path) == ["docs/x.md:1: `k6/lib/workloads`", "docs/x.md:1: `k6/lib/gone.js`",
-                                                   "docs/x.md:2: link nope.md#a"]
+                                                   "docs/x.md:8: `k6/lib/drawn.js`", "docs/x.md:2: link nope.md#a"]
     table = "| folder | owns |\n| --- | --- |\n| `k6/` | x |\n| `.ci/run` | y |\n\n| module |\n| --- |\n| `tidbbench.report` |\n"
     assert unnamed(table, {"k6", ".ci"}, {"tidbbench.report"}) == []
     assert unnamed(table + "`tools/` in prose, `tidbbench.history.cli` too\n", {"k6", "tools"},
