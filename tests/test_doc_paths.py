@@ -60,7 +60,11 @@ def prose(text):
 def spans(text):
     """(line, text) of every inline code span outside the fences and of every untagged fence."""
     out = [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in CODE.finditer(prose(text))]
-    return out + [(text.count("\n", 0, m.start(3)) + 1, m.group(3)) for m in FENCE.finditer(text) if not m.group(2)]
+    for m in FENCE.finditer(text):
+        if not m.group(2):
+            first = text.count("\n", 0, m.start(3)) + 1
+            out += [(first + i, line) for i, line in enumerate(m.group(3).splitlines())]
+    return out
 
 
 def named_paths(text, tops):
