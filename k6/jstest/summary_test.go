@@ -141,7 +141,7 @@ export function run(events) {
 		Threads int `json:"threads"`
 		Events  struct{ Avg, Stddev, Min, Max float64 }
 		TimeS   struct{ Avg, Stddev, Min, Max float64 } `json:"time_s"`
-		Warn    []string `json:"warnings"`
+		Warn    []string                                `json:"warnings"`
 	}
 	get := func(events []int) (fair, string) {
 		res := h.MustCall(ns, "run", events).Export().(map[string]any)

@@ -38,8 +38,9 @@ export function instanceOf(options) {
   return { id, instances, lane, segment, sequence };
 }
 
-// hostFacts: the load generator's CPU model, cores and memory, and k6's version. k6 cannot
-// read /proc, so scripts/k6 passes them in TBS_HOST_FACTS (JSON); a stock k6 run has none.
+// hostFacts: the load generator's CPU model, cores and memory, and k6's version, as the one
+// who started k6 gathered them into TBS_HOST_FACTS (JSON): scripts/k6 locally, k8s/render-testrun
+// on Kubernetes; a stock k6 run (compose's included) has none.
 export function hostFacts() {
   try {
     return JSON.parse(__ENV.TBS_HOST_FACTS || '{}');

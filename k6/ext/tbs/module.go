@@ -20,10 +20,13 @@
 //   - cpuSeconds / rssBytes: the process' own resource use.
 //
 // One file per concern: module.go (registration, the process-wide state), clock.go,
-// histogram.go (+ atomicfloat.go; fairness.go, each thread's events and time; histspec.go: its definition as data, exported to
-// k6/contract.json), sink.go (the bounded Trend sink), recorder.go, queue.go, unique.go,
-// counter.go, barrier.go, tally.go, marks.go (+ notevalue.go), process.go, exec.go (the statement runner), rand.go
-// (sysbench's random numbers). index.d.ts is the JS API; dts_test.go keeps it true.
+// histogram.go (+ atomicfloat.go; fairness.go: each thread's events and execution time;
+// histspec.go: its definition as data, exported to k6/contract.json), sink.go (the bounded
+// Trend sink), recorder.go, queue.go, unique.go, counter.go, barrier.go, tally.go, marks.go
+// (+ notevalue.go), process.go, testid.go, hash.go, exec.go (the statement runner), batch.go
+// (its statements on a held connection), loop.go (the native event loop), group.go (a VU's
+// threads), rand.go (sysbench's random numbers). index.d.ts is the JS API; dts_test.go keeps
+// it true.
 package tbs
 
 import (
