@@ -4,8 +4,13 @@ distribution by sysbench's method; the resource use per step (CPU of the databas
 QPS per database core)."""
 import statistics
 
-from tidbbench.report import disturb, statements, stats
+from tidbbench.report import disturb, noise, statements, stats
 from tidbbench.report.fmt import md_table, num, workload_name
+
+
+def _threads(xs):
+    """`2, 4 threads`, `1 thread`."""
+    return f"{', '.join(str(t) for t in xs)} thread{'' if list(xs) == [1] else 's'}"
 
 
 class WorkloadSections:
@@ -76,28 +81,7 @@ class WorkloadSections:
             for i in range(2):
                 L += [f"**{a[i]}**", "", tables[i], ""]
             L += [stats.ci_note(medians), ""] if stats.ci_note(medians) else []
-            threads = [t for t in self.threads_of(0, w) if t in self.threads_of(1, w)]
-            threads += [t for t in self.threads_of(0, w) + self.threads_of(1, w) if t not in threads]
-            threads = sorted(set(threads))
-            rows = []
-            for t in threads:
-                va, vb = self.values(0, w, t, "qps"), self.values(1, w, t, "qps")
-                la, lb = self.values(0, w, t, "lat"), self.values(1, w, t, "lat")
-                cq, cl = self.cmp.get((w, t, "qps")), self.cmp.get((w, t, "lat"))
-                rows.append([str(t), num(stats.median(va)) if va else "—", num(stats.median(la)) if la else "—",
-                             num(stats.median(vb)) if vb else "—", num(stats.median(lb)) if lb else "—",
-                             stats.change_text(cq) if cq else "", stats.p_text(cq) if cq else "",
-                             stats.change_text(cl) if cl else "", stats.p_text(cl) if cl else ""])
-            med = " (median)" if self.repeated() else ""
-            L.append(md_table(["Threads", f"{a[0]} QPS{med}", f"{a[0]} {pl} latency (ms){med}", f"{a[1]} QPS{med}",
-                               f"{a[1]} {pl} latency (ms){med}", "QPS improvement", "p (QPS)",
-                               f"{pl} latency change", f"p ({pl} latency)"], rows, "rrrrrrrrr"))
-            L.append("")
-            L.extend(self.table_notes(w, threads, ("qps", "lat")))
-            L.append(self.headline(w, name, "qps", "QPS", threads))
-            L.append("")
-            L.append(self.headline(w, name, "lat", f"{pl} latency", threads))
-            L.append("")
+            L.extend(self.comparison_lines(w, name, pl))
         errs = []
         for i in range(len(self.sets)):
             for f in self.figs[(i, w)]:
@@ -112,6 +96,37 @@ class WorkloadSections:
             L.append(f"![{name}: QPS and {pl} latency against threads]({chart})")
             L.append("")
         L.extend(statements.workload_lines(self.sets, self.labels, w, self.pair))  # "### <name> statements"
+        return L
+
+    def comparison_lines(self, w, name, pl):
+        """A vs B for one workload: the comparison table (per thread step, both sides' medians and the
+        change with its p, for QPS and the latency percentile), its notes, what each cell could have
+        detected (noise_lines) and the two headlines."""
+        a = self.labels
+        L = []
+        threads = [t for t in self.threads_of(0, w) if t in self.threads_of(1, w)]
+        threads += [t for t in self.threads_of(0, w) + self.threads_of(1, w) if t not in threads]
+        threads = sorted(set(threads))
+        rows = []
+        for t in threads:
+            va, vb = self.values(0, w, t, "qps"), self.values(1, w, t, "qps")
+            la, lb = self.values(0, w, t, "lat"), self.values(1, w, t, "lat")
+            cq, cl = self.cmp.get((w, t, "qps")), self.cmp.get((w, t, "lat"))
+            rows.append([str(t), num(stats.median(va)) if va else "—", num(stats.median(la)) if la else "—",
+                         num(stats.median(vb)) if vb else "—", num(stats.median(lb)) if lb else "—",
+                         stats.change_text(cq) if cq else "", stats.p_text(cq) if cq else "",
+                         stats.change_text(cl) if cl else "", stats.p_text(cl) if cl else ""])
+        med = " (median)" if self.repeated() else ""
+        L.append(md_table(["Threads", f"{a[0]} QPS{med}", f"{a[0]} {pl} latency (ms){med}", f"{a[1]} QPS{med}",
+                           f"{a[1]} {pl} latency (ms){med}", "QPS improvement", "p (QPS)",
+                           f"{pl} latency change", f"p ({pl} latency)"], rows, "rrrrrrrrr"))
+        L.append("")
+        L.extend(self.table_notes(w, threads, ("qps", "lat")))
+        L.extend(self.noise_lines(w, threads, ("qps", "lat")))
+        L.append(self.headline(w, name, "qps", "QPS", threads))
+        L.append("")
+        L.append(self.headline(w, name, "lat", f"{pl} latency", threads))
+        L.append("")
         return L
 
     def table_notes(self, w, threads, metrics, steps=True):
@@ -129,20 +144,76 @@ class WorkloadSections:
                 L += [f"> **Warning:** {warn}", ""]
         return L
 
+    def metric_name(self, w, metric):
+        return {"qps": "QPS", "lat": f"{self.pct_label(w)} latency", "core": "QPS per DB core"}[metric]
+
+    def cell_noise(self, w, t, m):
+        """noise.cell_noise of a cell; one that is not tested counts its metric's every cell as its family."""
+        return noise.cell_noise(self.cmp[(w, t, m)], family=len(self.fam.get(m, [])))
+
+    def noise_lines(self, w, threads, metrics):
+        """What each cell of a comparison table could have seen (tidbbench/report/noise.py): both sides'
+        spread, its minimum detectable change and the samples a side that would detect 5% and 2% at
+        its spread; one sentence when every cell has one sample a side."""
+        cells = [(t, m, self.cell_noise(w, t, m)) for t in threads for m in metrics if (w, t, m) in self.cmp]
+        cells = [(t, m, cn) for t, m, cn in cells if cn is not None]
+        if not cells:
+            return []
+        if all(cn.spread_a == cn.spread_b == "one sample" for *_, cn in cells):
+            need = max((cn.need for *_, cn in cells if cn.need), default=None)
+            if need is None:
+                return []
+            fam = max(len(self.fam.get(m, [])) for _, m, _ in cells)
+            holm = f"with Holm's adjustment over {fam} cells, " if fam > 1 else ""
+            return [f"Spread and minimum detectable change: one sample a side at every step, so no spread is measured "
+                    f"and no change can be detected; {holm}need >= {need} samples a side.", ""]
+        a = self.labels
+        rows = [[str(t), self.metric_name(w, m), cn.spread_a, cn.spread_b, noise.mdc_text(cn),
+                 *(noise.samples_text(cn.samples[x]) for x in noise.TARGETS)] for t, m, cn in cells]
+        intro = ("What each cell could have detected: each side's spread (the CV of its samples; with 2 samples the "
+                 "range over the median), the minimum detectable change (the smallest change these sample counts and "
+                 f"this spread could call significant at {stats.ALPHA:g} with the exact rank test, after Holm's "
+                 "adjustment over the family's cells; a change that large is called about half the time, a larger "
+                 "one more often: docs/report.md) and the samples a side that would detect "
+                 f"{' and '.join(f'{x:g}%' for x in noise.TARGETS)} at this spread.")
+        hdr = ["Threads", "Metric", f"{a[0]} spread", f"{a[1]} spread", "minimum detectable change",
+               *(f"samples a side for {x:g}%" for x in noise.TARGETS)]
+        return [intro, "", md_table(hdr, rows, "rlrrrrr"), ""]
+
+    @staticmethod
+    def unseen(cells, warned=False):
+        """'' or what the `~` cells could not have seen: the smallest and largest minimum detectable
+        change among them, and the cells that could detect nothing (unless the family's warning, warned,
+        says so already)."""
+        ns = [(t, noise.cell_noise(c)) for t, c in cells]
+        seen = sorted(((cn.mdc, t) for t, cn in ns if cn is not None and cn.mdc is not None))
+        blind = [(t, cn) for t, cn in ns if cn is not None and cn.mdc is None]
+        out = ""
+        if len(seen) == 1:
+            out += f" At {_threads([seen[0][1]])} the ~ cell could not have detected a change under {seen[0][0] * 100:.2f}%."
+        elif seen:
+            (lo, t_lo), (hi, t_hi) = seen[0], seen[-1]
+            out += (f" No ~ cell could have detected a change under {lo * 100:.2f}% (at {_threads([t_lo])}); the largest "
+                    f"minimum detectable change among them is {hi * 100:.2f}% (at {_threads([t_hi])}).")
+        if blind and not warned:
+            out += (f" At {_threads([t for t, _ in blind])} no change of any size could have been detected ("
+                    + "; ".join(sorted({noise.mdc_text(cn)[len('none: '):] for _, cn in blind})) + ").")
+        return out
+
     def headline(self, w, name, metric, what, threads):
         """The closing sentence of a workload's comparison, from each cell's own verdict: the
         significant changes with their intervals and p-values, `~` (benchstat's "no significant
         change"), the cells held back by Holm's adjustment, the cells that cannot be tested and why
         (one sample, a sample of 0, a step only one side ran); never a change from one sample, and a
-        warning when the cells' family can never reach significance."""
+        warning when the cells' family can never reach significance; and what the `~` cells could not have
+        seen (their minimum detectable changes: unseen)."""
         a = self.labels
         cs = [(t, self.cmp[(w, t, metric)]) for t in threads if (w, t, metric) in self.cmp]
         if not cs:
             return f"{a[0]} and {a[1]} have no thread step of {name} {what} in common."
         head = f"Compared with {a[0]}, {a[1]}'s {name} {what}"
 
-        def ts(xs):
-            return f"{', '.join(str(t) for t in xs)} thread{'' if xs == [1] else 's'}"
+        ts = _threads
         one = [(t, c) for t, c in cs if c.reason.startswith("n=")]
         zero = [(t, c) for t, c in cs if c.reason and not c.reason.startswith("n=")]
         only = [t for t in threads if (w, t, metric) not in self.cmp]
@@ -154,9 +225,12 @@ class WorkloadSections:
         if one and len(one) + len(zero) == len(cs):
             # one sample a side everywhere: the seeds' figure (the mean of the per-step differences), no claim
             m = statistics.mean(c.change for _, c in one)
+            need = max((self.cell_noise(w, t, metric).need or 0 for t, _ in one), default=0)
+            blind = f" With one sample a side no change of any size can be detected: need >= {need} samples a side." \
+                if need else ""
             return (f"{head} cannot be said to change ({one[0][1].reason}): the single samples differ by {m:+.2f}% "
                     "(the mean of the per-step differences), which one sample a side cannot tell from noise; "
-                    f"run `scripts/sweep --repeats N` or a plan for intervals and p-values.{tail}")
+                    f"run `scripts/sweep --repeats N` or a plan for intervals and p-values.{blind}{tail}")
         tested = [(t, c) for t, c in cs if not c.reason]
         sig = [(t, c) for t, c in tested if c.significant]
         held = [(t, c) for t, c in tested if c.held_by_holm]
@@ -170,6 +244,7 @@ class WorkloadSections:
         fam = tested[0][1].family if tested else 1
         warn = stats.out_of_reach(self.fam.get(metric, []))
         warn = f" Warning: {warn}" if warn else ""
+        warn += self.unseen([(t, c) for t, c in tested if not c.significant], warned=bool(warn))
         for t, c in one:
             tail += (f" At {ts([t])} one side has a single sample ({c.reason}): the samples' medians differ by "
                      f"{c.change:+.2f}%, which cannot be told from noise.")
@@ -199,6 +274,37 @@ class WorkloadSections:
         return f"{head} is {body}{rest} ({n_text}, {how}).{warn}{tail}"
 
     # -- files
+
+    def resource_pair_lines(self, w, threads, c):
+        """A vs B resources of one workload: the sides' database CPU, QPS per database core (compared)
+        and k6 CPU per thread step, medians with repeated samples; c formats a figure."""
+        a = self.labels
+        L = []
+        def med(i, t, attr):
+            fs = [f for figs in self.samples[(i, w)] for f in figs if f.threads == t]
+            vs = [getattr(f, attr) for f in fs if getattr(f, attr) is not None]
+            short = fs and all(f.k6_short if attr == "k6_cores" else f.db_short for f in fs)
+            return c(statistics.median(vs), 1 if attr == "qps_per_core" else 2) if vs else \
+                c(None, short=short)
+        rows = []
+        for t in threads:
+            cc = self.cmp.get((w, t, "core"))
+            rows.append([str(t), med(0, t, "db_cores"), med(0, t, "qps_per_core"),
+                         med(1, t, "db_cores"), med(1, t, "qps_per_core"),
+                         stats.change_text(cc) if cc else "", stats.p_text(cc) if cc else "",
+                         med(0, t, "k6_cores"), med(1, t, "k6_cores")])
+        m_ = " (median)" if self.repeated() else ""
+        L.append(md_table(["Threads", f"{a[0]} DB CPU (cores){m_}", f"{a[0]} QPS per DB core{m_}",
+                           f"{a[1]} DB CPU (cores){m_}", f"{a[1]} QPS per DB core{m_}", "QPS per core change",
+                           "p (QPS per core)", f"{a[0]} k6 CPU (cores){m_}", f"{a[1]} k6 CPU (cores){m_}"],
+                          rows, "rrrrrrrrr"))
+        L.append("")
+        if any((w, t, "core") in self.cmp for t in threads):
+            L.extend(self.table_notes(w, threads, ("core",), steps=False))
+            L.extend(self.noise_lines(w, threads, ("core",)))
+            L.append(self.headline(w, workload_name(w), "core", "QPS per database core", threads))
+            L.append("")
+        return L
 
     def resource_section(self):
         """What each step cost the database and the load generator: CPU cores used over the measured
@@ -246,29 +352,7 @@ class WorkloadSections:
                                    "k6 CPU of its cores"], rows, "rrrrrr"))
                 L.append("")
             else:
-                def med(i, t, attr):
-                    fs = [f for figs in self.samples[(i, w)] for f in figs if f.threads == t]
-                    vs = [getattr(f, attr) for f in fs if getattr(f, attr) is not None]
-                    short = fs and all(f.k6_short if attr == "k6_cores" else f.db_short for f in fs)
-                    return c(statistics.median(vs), 1 if attr == "qps_per_core" else 2) if vs else \
-                        c(None, short=short)
-                rows = []
-                for t in threads:
-                    cc = self.cmp.get((w, t, "core"))
-                    rows.append([str(t), med(0, t, "db_cores"), med(0, t, "qps_per_core"),
-                                 med(1, t, "db_cores"), med(1, t, "qps_per_core"),
-                                 stats.change_text(cc) if cc else "", stats.p_text(cc) if cc else "",
-                                 med(0, t, "k6_cores"), med(1, t, "k6_cores")])
-                m_ = " (median)" if self.repeated() else ""
-                L.append(md_table(["Threads", f"{a[0]} DB CPU (cores){m_}", f"{a[0]} QPS per DB core{m_}",
-                                   f"{a[1]} DB CPU (cores){m_}", f"{a[1]} QPS per DB core{m_}", "QPS per core change",
-                                   "p (QPS per core)", f"{a[0]} k6 CPU (cores){m_}", f"{a[1]} k6 CPU (cores){m_}"],
-                                  rows, "rrrrrrrrr"))
-                L.append("")
-                if any((w, t, "core") in self.cmp for t in threads):
-                    L.extend(self.table_notes(w, threads, ("core",), steps=False))
-                    L.append(self.headline(w, workload_name(w), "core", "QPS per database core", threads))
-                    L.append("")
+                L.extend(self.resource_pair_lines(w, threads, c))
         if shorts:
             L.append(f"\"window too short\": the step's measured window is shorter than the counters can resolve, so no "
                      "figure is given. CPU counters are read at their samples: the database's at Prometheus' scrapes, every "
