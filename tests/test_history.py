@@ -184,7 +184,7 @@ def test_change_point_fields_and_evidence(tmp_path, capsys):
     rc, out, _ = run(capsys, "--results", str(res), "--series", "/2t/", "--json")
     assert rc == 0
     doc = json.loads(out)
-    assert set(doc) == {"index", "params", "since", "series", "change_points", "notes"}
+    assert set(doc) == {"index", "params", "since", "series", "change_points", "noise", "notes"}
     qps = [c for c in doc["change_points"] if c["metric"] == "qps"]
     assert len(qps) == 1, doc["change_points"]
     c = qps[0]

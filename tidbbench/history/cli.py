@@ -4,12 +4,15 @@ why (docs/history.md).
   scripts/history ingest [PATH ...]     index run manifests (default: results/), then find change points
   scripts/history series                the series: workload x threads x options x target, their runs
   scripts/history runs --series S       one series' runs, their figures and change points
-  scripts/history [changes] [--check]   the change points with their evidence; --check fails on a regression
+  scripts/history [changes] [--check]   every series' noise (CV, minimum detectable change) and change points with
+                                        their evidence; --check fails on a regression and names the series too
+                                        noisy to show one of --threshold
   scripts/history rebuild [PATH ...]    the index again from the results files
 
 The index is results/history.sqlite (tidbbench/history/store.py), derived from the results files;
 change points come from Apache Otava (tidbbench/history/cp.py), their evidence from the run
-manifests on either side (tidbbench/history/evidence.py)."""
+manifests on either side (tidbbench/history/evidence.py), each series' noise and what it can see from
+tidbbench/history/noise.py."""
 import argparse
 import datetime
 import json
@@ -21,6 +24,7 @@ from pathlib import Path
 
 from tidbbench import ROOT, ReportError
 from tidbbench.history import cp as hcp
+from tidbbench.history import noise as hnoise
 from tidbbench.history import pg as historypg
 from tidbbench.history import store
 from tidbbench.history.evidence import Manifests, evidence
@@ -96,7 +100,8 @@ def parser():
     p.add_argument("--since", metavar="WHEN", help="change points from then on: 2026-11-20, 2026-11-20T08:00:00Z, 7d, 12h")
     p.add_argument("--json", action="store_true")
     p.add_argument("--check", action="store_true",
-                   help="exit 1 when a series' last change point is a regression of at least --threshold")
+                   help="exit 1 when a series' last change point is a regression of at least --threshold; a series "
+                        "whose minimum detectable change is above --threshold is named TOO NOISY (not checked, exit 0)")
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
                    help=f"%% for --check (default {DEFAULT_THRESHOLD:g})")
     detection(p)
@@ -272,49 +277,93 @@ def cp_json(c):
     return d
 
 
+def series_noise(conn, series, metrics, params, cps):
+    """[hnoise.SeriesNoise] of every series and metric: the spread of its current level (the runs
+    since its last change point among cps) and its minimum detectable change at these settings."""
+    out = []
+    for s in series:
+        pts = store.series_points(conn, s)
+        for metric in metrics:
+            have = hcp.metric_points(pts, metric)
+            if have:
+                at = [c.index for c in cps if c.series == s and c.metric == metric]
+                out.append(hnoise.series_noise(s, metric, have, at, params))
+    return out
+
+
+def check(a, cps, noises, since):
+    """(failed, too_noisy) of --check: the series' last change points (from since on) that are
+    regressions of at least --threshold, and the series' metrics too noisy to show one that small
+    (their minimum detectable change above it; those that failed aside)."""
+    last = {}
+    for c in cps:
+        if not since or c.at >= since:
+            k = (c.series, c.metric)
+            if k not in last or c.index > last[k].index:
+                last[k] = c
+    failed = [c for c in last.values() if c.direction == "regression" and abs(c.magnitude_pct) >= a.threshold]
+    gone = {(c.series, c.metric) for c in failed}
+    noisy = [n for n in noises if (n.series, n.metric) not in gone and n.mdc_pct is not None
+             and n.mdc_pct > a.threshold]
+    return failed, noisy
+
+
+def print_check(a, params, failed, noisy, noises):
+    print()
+    for c in failed:
+        print(f"REGRESSION {c.series} {c.metric} {c.change_text()} (threshold {a.threshold:g}%) "
+              f"since {c.at}, first run after: {c.run_key_after}")
+    for n in noisy:
+        print(f"TOO NOISY {hnoise.too_noisy_text(n, a.threshold, params)}")
+    if failed:
+        return
+    if noisy:
+        print(f"no regression of {a.threshold:g}% or more found, but not checked: {len(noisy)} of {len(noises)} series "
+              f"metric(s) too noisy to show a {a.threshold:g}% change (above)")
+    else:
+        print(f"check passed: no series' last change point is a regression of {a.threshold:g}% or more")
+
+
+def print_changes(a, params, series, shown, noises, since):
+    print(f"{len(shown)} change point(s) in {len(series)} series" + (f" since {since}" if since else "") +
+          f" (Otava: min segment {params.min_segment} runs, min magnitude {params.min_magnitude:g}%, "
+          f"p < {params.max_pvalue:g})")
+    for s in series:
+        ns = [n for n in noises if n.series == s]
+        cs = [c for c in shown if c.series == s]
+        if not ns and not cs:
+            continue
+        print(f"\n{s}")
+        for n in ns:
+            print(f"  noise {hnoise.noise_text(n, params)}")
+        for c in cs:
+            print("\n".join(cp_text(c)))
+
+
 def do_changes(a):
     params = params_of(a)
     since = since_iso(a.since)
     conn = store.connect(index_path(a))
     series = pick_series(conn, a.series)
-    cps, notes = analyse(conn, series, a.metric or hcp.DEFAULT_METRICS, params)
+    metrics = a.metric or hcp.DEFAULT_METRICS
+    cps, notes = analyse(conn, series, metrics, params)
+    noises = series_noise(conn, series, metrics, params, cps)
     shown = [c for c in cps if not since or c.at >= since]
-    failed = []
-    if a.check:
-        last = {}
-        for c in cps:
-            if not since or c.at >= since:
-                k = (c.series, c.metric)
-                if k not in last or c.index > last[k].index:
-                    last[k] = c
-        failed = [c for c in last.values() if c.direction == "regression" and abs(c.magnitude_pct) >= a.threshold]
+    failed, noisy = check(a, cps, noises, since) if a.check else ([], [])
     if a.json:
         out = {"index": str(index_path(a)), "params": asdict(params), "since": since, "series": series,
-               "change_points": [cp_json(c) for c in shown], "notes": notes}
+               "change_points": [cp_json(c) for c in shown], "noise": [asdict(n) for n in noises], "notes": notes}
         if a.check:
-            out["check"] = {"threshold_pct": a.threshold, "failed": [cp_json(c) for c in failed]}
+            out["check"] = {"threshold_pct": a.threshold, "failed": [cp_json(c) for c in failed],
+                            "too_noisy": [{**asdict(n), "text": hnoise.too_noisy_text(n, a.threshold, params)}
+                                          for n in noisy]}
         print(json.dumps(out, indent=2))
     else:
         for n in notes:
             print(f"note: {n}", file=sys.stderr)
-        by = {}
-        for c in shown:
-            by.setdefault(c.series, []).append(c)
-        print(f"{len(shown)} change point(s) in {len(series)} series" + (f" since {since}" if since else "") +
-              f" (Otava: min segment {params.min_segment} runs, min magnitude {params.min_magnitude:g}%, "
-              f"p < {params.max_pvalue:g})")
-        for s, cs in by.items():
-            print(f"\n{s}")
-            for c in cs:
-                print("\n".join(cp_text(c)))
+        print_changes(a, params, series, shown, noises, since)
         if a.check:
-            print()
-            if failed:
-                for c in failed:
-                    print(f"REGRESSION {c.series} {c.metric} {c.change_text()} (threshold {a.threshold:g}%) "
-                          f"since {c.at}, first run after: {c.run_key_after}")
-            else:
-                print(f"check passed: no series' last change point is a regression of {a.threshold:g}% or more")
+            print_check(a, params, failed, noisy, noises)
     return EXIT_REGRESSION if failed else 0
 
 
@@ -340,9 +389,10 @@ def do_runs(a):
     marks = {}
     for c in cps:
         marks.setdefault(c.run_key_after, []).append(f"<- {c.metric} {c.direction} {c.change_text(1)}")
+    noises = series_noise(conn, [s], a.metric or hcp.DEFAULT_METRICS, params, cps)
     if a.json:
-        print(json.dumps({"series": s, "runs": pts, "change_points": [cp_json(c) for c in cps], "notes": notes},
-                         indent=2))
+        print(json.dumps({"series": s, "runs": pts, "change_points": [cp_json(c) for c in cps],
+                          "noise": [asdict(n) for n in noises], "notes": notes}, indent=2))
         return 0
     for n in notes:
         print(f"note: {n}", file=sys.stderr)
@@ -354,6 +404,9 @@ def do_runs(a):
         print(f"{p['started_at']:20} {p['testid'][:36]:36} {fmt(p['qps']):>10} {fmt(p['tps']):>10} "
               f"{fmt(p['p95_ms'], 3):>8} {fmt(p['p99_ms'], 3):>8} {fmt(p['errors_per_s']):>6} {us[0]:>8} {us[1]:>8} "
               + " ".join(marks.get(p["run_key"], [])))
+    print()
+    for n in noises:
+        print(f"noise {hnoise.noise_text(n, params)}")
     for c in cps:
         print()
         print("\n".join(cp_text(c)))
