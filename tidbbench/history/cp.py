@@ -47,6 +47,8 @@ from otava.change_point_divisive.detector import ChangePointDetector
 from scipy import stats as sps
 
 from tidbbench import ReportError
+# the settings (cp.Params, cp.DEFAULTS), defined where the History dashboard's generator reads them too
+from tidbbench.history.noise import DEFAULTS, Params  # noqa: F401
 
 # metric -> True when higher is better
 METRICS = {"qps": True, "tps": True, "p95_ms": False, "p99_ms": False, "errors_per_s": False,
@@ -56,15 +58,6 @@ PLACE_LR = 3.84  # a change point's places the data cannot tell apart: a likelih
 MAX_ROUNDS = 20  # rounds of merge, minimum segment and placement (each only removes or moves points)
 
 
-@dataclass(frozen=True)
-class Params:
-    min_segment: int = 4  # runs on each side of a change point
-    min_magnitude: float = 3.0  # % change of the segments' means
-    max_pvalue: float = 0.001  # the t-test's significance threshold
-    window: int = 50  # Otava's sliding window (runs); the split step also runs window/2 and 4 x min_segment
-
-
-DEFAULTS = Params()
 
 
 def check_params(p):

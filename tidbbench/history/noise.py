@@ -27,6 +27,19 @@ from dataclasses import dataclass
 MAX_RUNS = 1000  # the most runs a side the advice considers
 
 
+@dataclass(frozen=True)
+class Params:
+    """The change-point detection's settings (tidbbench/history/cp.py; defined here, standard library
+    only, so that the History dashboard's generator reads the same defaults)."""
+    min_segment: int = 4  # runs on each side of a change point
+    min_magnitude: float = 3.0  # % change of the segments' means
+    max_pvalue: float = 0.001  # the t-test's significance threshold
+    window: int = 50  # Otava's sliding window (runs); the split step also runs window/2 and 4 x min_segment
+
+
+DEFAULTS = Params()
+
+
 def _betacf(a, b, x):
     """The continued fraction of the incomplete beta function (modified Lentz)."""
     tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
