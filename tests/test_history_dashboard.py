@@ -12,7 +12,7 @@ import pytest
 import dashtools as dt_
 import storetools as ht
 from storetools import grafana_sql, resolve_variables, run
-from tidbbench.history import pg as historypg
+from tidbbench.history import noise as historynoise, pg as historypg
 
 pytestmark = pytest.mark.full
 
@@ -61,7 +61,7 @@ def test_every_query_is_sql_on_the_history_data_source(dash):
     qs = dt_.queries(dash)
     assert {q.lang for q in qs} == {"sql"}
     kinds = sorted(q.kind for q in qs)
-    assert kinds == ["annotation"] + ["target"] * 4 + ["variable"] * 4
+    assert kinds == ["annotation"] + ["target"] * 5 + ["variable"] * 4
     assert {v["name"] for v in dash["templating"]["list"]} == {"target", "workload", "threads", "series"}
 
 
@@ -160,3 +160,34 @@ def test_the_tables(dash, store_db):
     rows = run(db, grafana_sql(panel(dash, "Runs")["targets"][0]["rawSql"], values))
     assert len(rows) == 11 and rows[0]["testid"] == runs[9]["testid"]  # newest first, the range only
     assert rows[0]["Series"] == 2 and rows[0]["Version"] == "v8.5.7" and rows[-1]["Target"] == "mariadb"
+
+
+def test_the_noise_panel_gives_each_series_cv_and_mdc_as_scripts_history_does(dash, store_db):
+    """Per series and metric, the runs of its current level (the point selects' QPS since its change
+    point, five runs; everything else all its runs, whatever the time range), their CV and minimum
+    detectable change: tidbbench/history/noise.py's figures on the same runs."""
+    db, runs, points, cps = store_db
+    values, _ = resolve_variables(dash, db)
+    rows = run(db, grafana_sql(panel(dash, "Noise per series")["targets"][0]["rawSql"], values))
+    by = {(r["Series"], r["Metric"]): r for r in rows}
+    assert len(rows) == 6  # 3 series (TiDB's two, MariaDB's point selects: both its runs) x qps and p95
+    order = {r["run_key"]: i for i, r in enumerate(sorted(runs, key=lambda r: r["started_at"]))}
+    for series in {p["series"] for p in points}:
+        pts = sorted((p for p in points if p["series"] == series), key=lambda p: (order.get(p["run_key"], -99),
+                                                                                   p["run_key"]))
+        p0 = pts[0]
+        name = f"{p0['workload']} x {p0['threads']} threads ({p0['target']}, options o1)"
+        for metric in ("qps", "p95_ms"):
+            keys = [p["run_key"] for p in pts]
+            at = [keys.index(c["run_key_after"]) for c in cps if c["series"] == series and c["metric"] == metric]
+            want = historynoise.series_noise(series, metric, pts, at, historynoise.DEFAULTS)
+            got = by[(name, metric)]
+            assert got["Runs"] == want.runs
+            assert float(got["CV"]) == pytest.approx(want.cv_pct, abs=1e-9)
+            assert float(got["Minimum detectable change"]) == pytest.approx(want.mdc_pct, rel=1e-6)
+            assert (got["Level since"] is not None) == bool(at)
+    assert by[("oltp_point_select x 8 threads (tidb, options o1)", "qps")]["Runs"] == 5  # since the change point
+    # a series not chosen is not shown
+    values, _ = resolve_variables(dash, db, {"workload": ["oltp_read_write"]})
+    rows = run(db, grafana_sql(panel(dash, "Noise per series")["targets"][0]["rawSql"], values))
+    assert {r["Series"] for r in rows} == {"oltp_read_write x 16 threads (tidb, options o1)"}

@@ -116,3 +116,46 @@ def test_check_says_when_a_series_is_too_noisy_for_the_threshold(tmp_path, capsy
     assert "2% is below --min-magnitude 3%: lower it to check that." in out
     rc, out, _ = run(capsys, "--results", str(quiet), "--check", "--threshold", "5")
     assert rc == 0 and "TOO NOISY" not in out and "check passed" in out
+
+
+# ---------------------------------------------------------------- the History dashboard's noise panel
+
+def noise_panel():
+    import dashtools
+    d = dashtools.load_dashboards()["history/history.json"]
+    return next(p for p in dashtools.panels(d) if p["title"] == "Noise per series")
+
+
+def test_the_dashboards_noise_panel_reads_the_store_and_computes_scripts_historys_figures():
+    """Static (its SQL runs against a real store in tests/test_history_dashboard.py): the committed
+    History dashboard has the panel; its SQL reads only the store's columns (tidbbench/history/schema.py),
+    on the History data source, filtered by the dashboard's variables as the other panels are; its
+    settings are the detection's defaults and its t quantiles scipy's, so its MDC is
+    noise.mdc_pct's for every level of 2 to `window` runs."""
+    import re
+
+    from tidbbench.history import schema
+    p = noise_panel()
+    (t,) = p["targets"]
+    sql = t["rawSql"]
+    assert t["datasource"] == {"type": "grafana-postgresql-datasource", "uid": "history"} and t["format"] == "table"
+    cols = {"p": schema.columns("points"), "r": schema.columns("runs"), "c": ["series", "metric", "at"],
+            "v": ["metric", "x"], "t": ["df", "t"]}
+    for alias, col in re.findall(r"\b([prcvt])\.(\w+)", sql):
+        assert col in cols[alias] + (["metric", "n", "cv", "since"] if alias == "p" else []), f"{alias}.{col}"  # nz p
+    assert "FROM change_points GROUP BY series, metric" in sql and "FROM points p JOIN runs r" in sql
+    assert "p.target IN ($target) AND p.workload IN ($workload) AND p.threads IN ($threads) AND p.series IN ($series)" \
+        in sql
+    assert f"WHERE k <= {P.window} " in sql and f"greatest({P.min_magnitude:g}, " in sql
+    assert f"sqrt(1.0 / p.n + 1.0 / {P.min_segment})" in sql and f"ON t.df = p.n + {P.min_segment - 2}" in sql
+    table = {int(df): float(v) for df, v in re.findall(r"\((\d+), ([\d.]+)\)", sql.split("JOIN (VALUES", 1)[1])}
+    assert set(table) == set(range(P.min_segment, P.window + P.min_segment - 1))  # n = 2 .. window
+    for df, v in table.items():
+        assert v == pytest.approx(sps.t.ppf(1 - P.max_pvalue / 2, df), abs=1e-6)
+    # the panel's formula at its table's t gives noise.mdc_pct
+    for n in (2, 8, 30, P.window):
+        cvp = 4.0
+        sql_mdc = max(P.min_magnitude, table[n + P.min_segment - 2] * cvp * math.sqrt(1 / n + 1 / P.min_segment))
+        assert sql_mdc == pytest.approx(noise.mdc_pct(cvp / 100, n, P), rel=1e-6)
+    units = {o["matcher"]["options"]: o["properties"][0]["value"] for o in p["fieldConfig"]["overrides"]}
+    assert units["CV"] == units["Minimum detectable change"] == "percent"

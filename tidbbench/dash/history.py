@@ -3,6 +3,7 @@
 the detected change points as annotations. Grafana's built-in PostgreSQL data source, uid
 `history`. tests/test_history_dashboard.py runs every query here against a real store."""
 from tidbbench.dash.base import dashboard, panel, row, unit_override
+from tidbbench.history import noise as hnoise
 
 HISTORY = {"type": "grafana-postgresql-datasource", "uid": "history"}
 
@@ -93,6 +94,37 @@ def change_point_annotation():
             "iconColor": "#F2495C", "target": sql_target(sql, ref="Anno")}
 
 
+def t_table(params):
+    """VALUES (df, t) of Student's t quantile at 1 - max_pvalue / 2, for every df a series' level of 2 to
+    `window` runs and `min_segment` runs after a step has (tidbbench/history/noise.py, as scripts/history)."""
+    q = 1 - params.max_pvalue / 2
+    dfs = range(params.min_segment, params.window + params.min_segment - 1)
+    return "VALUES " + ", ".join(f"({df}, {hnoise.t_quantile(q, df):.6f})" for df in dfs)
+
+
+def noise_sql(params=hnoise.DEFAULTS, metrics=("qps", "p95_ms")):
+    """Per series and metric: the runs of its current level (since its last change point, the last
+    `window`), their CV and the minimum detectable change at the detection's settings,
+    max(min_magnitude, t(1 - p/2, n + m - 2) x CV x sqrt(1/n + 1/m)): tidbbench/history/noise.py's."""
+    m = params.min_segment
+    values = ", ".join(f"('{x}', p.{x})" for x in metrics)
+    return (f"WITH last_cp AS (SELECT series, metric, max(at) AS at FROM change_points GROUP BY series, metric),\n"
+            f"lvl AS (SELECT p.series, p.workload, p.threads, p.target, p.options_hash, v.metric, v.x, c.at AS since,\n"
+            f"  row_number() OVER (PARTITION BY p.series, v.metric ORDER BY r.started_at DESC) AS k\n"
+            f"  FROM points p JOIN runs r ON r.run_key = p.run_key\n"
+            f"  CROSS JOIN LATERAL (VALUES {values}) AS v(metric, x)\n"
+            f"  LEFT JOIN last_cp c ON c.series = p.series AND c.metric = v.metric\n"
+            f"  WHERE {POINT_FILTER} AND abs(v.x) < 'Infinity'::float8 AND (c.at IS NULL OR r.started_at >= c.at)),\n"
+            f"nz AS (SELECT series, workload, threads, target, options_hash, metric, max(since) AS since, count(*) AS n,\n"
+            f"  stddev_samp(x) / nullif(abs(avg(x)), 0) * 100 AS cv\n"
+            f"  FROM lvl WHERE k <= {params.window} GROUP BY 1, 2, 3, 4, 5, 6 HAVING count(*) >= 2)\n"
+            f'SELECT {SERIES_NAME} AS "Series", p.metric AS "Metric", p.n AS "Runs", p.since AS "Level since", '
+            f'p.cv AS "CV", greatest({params.min_magnitude:g}, t.t * p.cv * sqrt(1.0 / p.n + 1.0 / {m})) '
+            f'AS "Minimum detectable change"\n'
+            f"FROM nz p JOIN ({t_table(params)}) AS t(df, t) ON t.df = p.n + {m - 2}\n"
+            f'ORDER BY "Minimum detectable change" DESC, 1, 2')
+
+
 def history():
     runs_sql = ('SELECT r.started_at AS "Started", r.testid AS "testid", r.version AS "Version", '
                 'r.target AS "Target", r.product AS "Product", r.git_hash AS "Git hash", r.host AS "Host", '
@@ -132,6 +164,11 @@ def history():
                          {"matcher": {"id": "byName", "options": "Before"}, "properties": [{"id": "links", "value": [
                              {"title": "Benchmark run ${__data.fields.Before}",
                               "url": "/d/tbs-benchmark-run?var-testid=${__data.fields.Before}"}]}]}]),
+        panel("table", "Noise per series",
+              f"Per series and metric: the CV of its runs since its last change point (the last {hnoise.DEFAULTS.window}, whatever the time range) and the smallest step the detection at its defaults can find {hnoise.DEFAULTS.min_segment} runs after it (minimum detectable change, as scripts/history prints; docs/history.md).",
+              "none", [sql_target(noise_sql())], w=24, h=8, ds=HISTORY,
+              overrides=[unit_override("CV", "percent", 2), unit_override("Minimum detectable change", "percent", 2),
+                         unit_override("Runs", "none", 0), unit_override("Level since", "dateTimeAsIso")]),
         panel("table", "Runs",
               "The runs in the time range that have points in the chosen series: identity, version and host; the testid opens the run's Benchmark run dashboard.",
               "none", [sql_target(runs_sql)], w=24, h=8, ds=HISTORY,
