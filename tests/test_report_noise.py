@@ -148,3 +148,13 @@ def test_one_sample_a_side_says_what_it_would_need():
                         "samples a side.")
     text, _ = sentence(r)
     assert "no change of any size can be detected: need >= 5 samples a side" in text
+
+
+def test_a_cell_without_spread_is_said_so_in_the_headline_not_as_under_0_percent():
+    rnd = random.Random(4)
+    a = [{2: (1000 * (1 + rnd.gauss(0, 0.02)), 2.0 * (1 + rnd.gauss(0, 0.05))), 4: (1500.0 + k, 2.0)} for k in range(5)]
+    b = [{2: (1000 * (1 + rnd.gauss(0, 0.02)), 2.0 * (1 + rnd.gauss(0, 0.05))), 4: (1500.0 + k, 2.0)} for k in range(5)]
+    text, _ = sentence(report(a, b), "lat", "95% latency")
+    assert "under 0.00%" not in text, text
+    assert "At 4 threads the samples had no spread: only a change that moves every sample could have shown." in text
+    assert "At 2 threads the ~ cell could not have detected a change under " in text

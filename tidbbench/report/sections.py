@@ -186,7 +186,8 @@ class WorkloadSections:
         change among them, and the cells that could detect nothing (unless the family's warning, warned,
         says so already)."""
         ns = [(t, noise.cell_noise(c)) for t, c in cells]
-        seen = sorted(((cn.mdc, t) for t, cn in ns if cn is not None and cn.mdc is not None))
+        seen = sorted(((cn.mdc, t) for t, cn in ns if cn is not None and cn.mdc))
+        flat = [t for t, cn in ns if cn is not None and cn.mdc == 0]
         blind = [(t, cn) for t, cn in ns if cn is not None and cn.mdc is None]
         out = ""
         if len(seen) == 1:
@@ -195,6 +196,8 @@ class WorkloadSections:
             (lo, t_lo), (hi, t_hi) = seen[0], seen[-1]
             out += (f" No ~ cell could have detected a change under {lo * 100:.2f}% (at {_threads([t_lo])}); the largest "
                     f"minimum detectable change among them is {hi * 100:.2f}% (at {_threads([t_hi])}).")
+        if flat:
+            out += f" At {_threads(flat)} the samples had no spread: only a change that moves every sample could have shown."
         if blind and not warned:
             out += (f" At {_threads([t for t, _ in blind])} no change of any size could have been detected ("
                     + "; ".join(sorted({noise.mdc_text(cn)[len('none: '):] for _, cn in blind})) + ").")
