@@ -4,7 +4,15 @@ tables (made by our prepare.js): the queries per transaction by kind are equal, 
 obey the workload's declared invariant (tables_after) afterwards, checked against each tool's own
 counts. (bulk_insert, which sysbench runs without its own tables: tests/test_trust.py checks its
 rows against its events exactly. A workload of ours that sysbench has no script for is checked
-against its invariant alone.)"""
+against its invariant alone.)
+
+Issue #42, pace: the same runs, on both targets, at 3 threads (and select_random_* at 1), are
+compared as the server counts them (tests/servercount.py: its statement log): each connection's
+share of the statements, and the rows the server read per statement, connection by connection
+against sysbench's (ordered by rows per statement, which tells select_random_*'s slices of k
+apart), and the whole run's statements against sysbench's. A thread that stops after a few
+events, or a slice that differs, fails here, whatever the client's own summary says. bulk_insert's
+pace is its rows per thread's table (test_bulk_insert_pace)."""
 import re
 import subprocess
 import time
@@ -12,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import servercount
 from conftest import TARGETS, fresh_db, k6, run_testid, sql, summary, sysbench_password_option
 from tidbbench import contract
 
@@ -20,6 +29,7 @@ SYSBENCH_LUA = Path("/usr/share/sysbench")
 pytestmark = pytest.mark.full
 SECONDS = 2  # what is compared is per event (queries by kind) and per tool (the invariants)
 ROWS = 5000
+THREADS = 3  # select_random_*'s slices of k: 3 threads give a dense middle slice and two sparse ones
 
 
 def sysbench_has(workload):
@@ -28,10 +38,10 @@ def sysbench_has(workload):
     return (SYSBENCH_LUA / f"{workload}.lua").exists()
 
 
-def sysbench_run(workload, target, db, opts):
+def sysbench_run(workload, target, db, opts, seconds=SECONDS):
     args = ["sysbench", workload, "--db-driver=mysql", "--mysql-host=127.0.0.1",
             f"--mysql-port={TARGETS[target]}", "--mysql-user=sbtest", sysbench_password_option(),
-            f"--mysql-db={db}", f"--time={SECONDS}"]
+            f"--mysql-db={db}", f"--time={seconds}"]
     for k, v in opts.items():
         if k in OURS_ONLY:
             continue
@@ -85,8 +95,8 @@ VARIANTS = {
                         {"threads_per_vu": 2}],
     "oltp_write_only": [{}, {"threads_per_vu": 2}],
     "oltp_update_non_index": [{"non_index_updates": 3}],
-    "select_random_points": [{"random_points": 5}],
-    "select_random_ranges": [{"number_of_ranges": 4, "delta": 10}],
+    "select_random_points": [{}, {"threads": 1}, {"random_points": 5}],
+    "select_random_ranges": [{}, {"threads": 1}, {"number_of_ranges": 4, "delta": 10}],
 }
 
 
@@ -128,12 +138,22 @@ def parity(target, workload, opts, invariant):
     base = {"tables": tables, "table_size": ROWS}
     k6("run", "-e", f"mysql_db={db}", "-e", f"mysql_port={TARGETS[target]}", "-e", f"tables={tables}",
        "-e", f"table_size={ROWS}", "-e", "threads=2", "prepare.js")
-    run_opts = {**base, "threads": 2, **opts}
-    s0 = table_state(target, db, tables)
-    sb = sysbench_run(workload, target, db, run_opts) if sysbench_has(workload) else None
-    s1 = table_state(target, db, tables)
-    ours = ours_run(workload, target, db, run_opts)
-    s2 = table_state(target, db, tables)
+    run_opts = {**base, "threads": THREADS, **opts}
+    if workload.startswith("select_random_") and sysbench_has(workload):
+        # the first run on fresh tables is not like the next ones: on MariaDB a third of the
+        # dense slice's count(k) statements scanned the whole index (5,000 rows read, not
+        # 1,750), whichever tool ran first, ANALYZE TABLE or not: a second of load first, unlogged
+        sysbench_run(workload, target, db, run_opts, seconds=1)
+    with servercount.logging(target):
+        s0 = table_state(target, db, tables)
+        servercount.forget(target)
+        sb = sysbench_run(workload, target, db, run_opts) if sysbench_has(workload) else None
+        sb_conns = servercount.per_connection(target, db)
+        s1 = table_state(target, db, tables)
+        servercount.forget(target)
+        ours = ours_run(workload, target, db, run_opts)
+        ours_conns = servercount.per_connection(target, db)
+        s2 = table_state(target, db, tables)
     sql(target, f"DROP DATABASE {db}")
 
     check_invariant(invariant, s1, s2, ours)
@@ -142,6 +162,7 @@ def parity(target, workload, opts, invariant):
         # a workload"): its own declared invariant is all there is to compare
         return
     check_invariant(invariant, s0, s1, sb)
+    check_pace(run_opts["threads"], sb_conns, ours_conns)
     a, b = per_tx(ours), per_tx(sb)
     if ours["errors"] == 0 and sb["errors"] == 0:
         # reads per event are fixed by the options: equal exactly; and every statement of an
@@ -161,12 +182,74 @@ def parity(target, workload, opts, invariant):
     assert a["other"] == pytest.approx(b["other"], rel=0.02, abs=0.02), (a, b)
 
 
+# A connection's share of the run's statements may move this much from sysbench's (2-s runs on
+# shared cores); a thread that stops after a few events is at a tiny fraction of its share.
+SHARE_RATIO = 3.0
+# The run's statements against sysbench's, both as the server counts them over the same 2 s:
+# at least this share. The client and the server share two cores here, the server logs every
+# statement and the machine's other work moves either run: ours ran 0.3-0.6x sysbench's
+# statements in some cells while other tests loaded the machine. Pace itself is tools/bench's
+# (the database and the client on cores of their own, interleaved rounds: docs/bench.md); here
+# the floor only catches a run that stalls, as in issue #42 (1/1000 to 1/25), and the shares
+# above catch a thread that stalls, whatever the machine's speed (they are ratios within a run).
+PACE_FLOOR = 0.15
+
+
+def check_pace(threads, sb_conns, ours_conns):
+    """Each connection's statements and rows per statement, against sysbench's (servercount: rows
+    examined on MariaDB, returned on TiDB)."""
+    assert len(sb_conns) == threads, f"the server saw statements from {len(sb_conns)} connections of sysbench: {sb_conns}"
+    assert len(ours_conns) == threads, (f"the server saw statements from {len(ours_conns)} of our {threads} threads' "
+                                        f"connections: {ours_conns}")
+    def ordered(conns):  # by rows read per statement: select_random_*'s slices of k apart
+        return sorted(conns.values(), key=lambda nr: (nr[1] / nr[0], nr[0]))
+    sb, ours = ordered(sb_conns), ordered(ours_conns)
+    sb_total, ours_total = sum(n for n, _ in sb), sum(n for n, _ in ours)
+    where = f"per connection (statements, rows read): sysbench {sb}, ours {ours}"
+    assert ours_total >= PACE_FLOOR * sb_total, f"ours ran {ours_total} statements, sysbench {sb_total}: {where}"
+    for (sn, sr), (on, orows) in zip(sb, ours):
+        s_share, o_share = sn / sb_total, on / ours_total
+        if s_share >= 0.05:
+            assert 1 / SHARE_RATIO <= o_share / s_share <= SHARE_RATIO, f"a connection's share {o_share:.3f}, sysbench's {s_share:.3f}: {where}"
+        else:
+            assert o_share < 0.15, f"a connection's share {o_share:.3f}, sysbench's {s_share:.3f}: {where}"
+        if sn >= 30 and on >= 30:
+            assert abs(orows / on - sr / sn) <= max(0.4 * sr / sn, 1.0), f"rows read per statement {orows / on:.2f}, sysbench's {sr / sn:.2f}: {where}"
+
+
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_parity_tidb(stack, case):
     parity("tidb", *case)
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c[0] in ("oltp_read_write", "oltp_update_index", "oltp_delete")],
-                         ids=case_id)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_parity_mariadb(stack, case):
     parity("mariadb", *case)
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_bulk_insert_pace(stack, target):
+    """bulk_insert: each thread appends rows to its own table sbtest<thread id + 1> (sysbench's
+    bulk_insert.lua), so the rows in each table are that thread's events as the server counts
+    them: each table's share and the run's rows against sysbench's, as check_pace does."""
+    counts = {}
+    for tool in ("sysbench", "ours"):
+        db = fresh_db(target, f"sbtest_bulkpace_{tool}_{target}")
+        if tool == "sysbench":
+            args = ["sysbench", "bulk_insert", "--db-driver=mysql", "--mysql-host=127.0.0.1",
+                    f"--mysql-port={TARGETS[target]}", "--mysql-user=sbtest", sysbench_password_option(),
+                    f"--mysql-db={db}", f"--threads={THREADS}", f"--time={SECONDS}"]
+            for cmd in ("prepare", "run"):
+                p = subprocess.run(args + [cmd], capture_output=True, text=True, timeout=120)
+                assert p.returncode == 0, p.stdout + p.stderr
+        else:
+            common = ["-e", f"mysql_db={db}", "-e", f"mysql_port={TARGETS[target]}", "-e", "workload=bulk_insert",
+                      "-e", f"threads={THREADS}"]
+            k6("run", *common, "prepare.js")
+            k6("run", *common, "-e", f"time={SECONDS}", "oltp.js")
+        counts[tool] = [int(sql(target, f"SELECT COUNT(*) FROM sbtest{t}", db)[0][0]) for t in range(1, THREADS + 1)]
+        sql(target, f"DROP DATABASE {db}")
+    sb, ours = counts["sysbench"], counts["ours"]
+    assert sum(ours) >= PACE_FLOOR * sum(sb), f"rows per thread's table: sysbench {sb}, ours {ours}"
+    for s, o in zip(sb, ours):
+        assert 1 / SHARE_RATIO <= (o / sum(ours)) / (s / sum(sb)) <= SHARE_RATIO, f"rows per thread's table: sysbench {sb}, ours {ours}"
