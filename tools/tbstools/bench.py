@@ -5,7 +5,8 @@ spread (min-max) of the ratios ours / sysbench.
 
 Figures (--figures, default runs,tax,scale,setup; prepare and the --soak-rss mode on request):
   runs     QPS and p95 ours/sysbench and client CPU per query, per target, workload and thread
-           count; k6's CPU per query against gofloor's (bin/gofloor, k6/cmd/gofloor: the same
+           count (--workloads all: the eleven of k6/contract.json; bulk_insert's cells are rows/s
+           and CPU per row, on fresh tables of their own for every run); k6's CPU per query against gofloor's (bin/gofloor, k6/cmd/gofloor: the same
            point select through database/sql and our driver in a plain Go loop, no k6, no
            JavaScript: the floor for a k6 + xk6-sql build; point select only); on TiDB the two
            clients' statements compared (information_schema.statements_summary: sysbench runs
@@ -30,7 +31,7 @@ k6 (oltp.js) and gofloor run with GOMAXPROCS=1 on a host of 4 cores or fewer unl
 is set, as scripts/k6 runs oltp.js against a local database (prepare.js keeps every core).
 Without remote write unless the figure is about it (tax, soak): the load generator is measured.
 
-  tools/bench [--targets mariadb,tidb] [--workloads oltp_point_select,oltp_read_only,oltp_read_write,oltp_write_only]
+  tools/bench [--targets mariadb,tidb] [--workloads oltp_point_select,oltp_read_only,oltp_read_write,oltp_write_only | all]
                 [--threads 8,64] [--seconds 15] [--rounds 3] [--figures runs,tax,scale,setup[,prepare]]
                 [--scale-threads 1500] [--setup-threads 100,500,1500] [--no-pin | --pin-db 0 --pin-client 1] [--db sbtest_bench]
   tools/bench --soak-rss [--minutes 10] [--targets mariadb]
@@ -239,25 +240,56 @@ def verdict(ok):
 # ---------------------------------------------------------------- runs
 
 
+# bulk_insert's event is one row of a multi-row INSERT (sysbench's bulk_insert.lua): its cells
+# compare rows/s (sysbench's "transactions") and client CPU per row, not queries; each thread
+# writes its own table sbtest<thread>, in databases of their own (<db>_bulk, <db>_bulk_sb), made
+# afresh for every run, since sysbench numbers its rows from 1 in every run.
+BULK = "bulk_insert"
+
+
+def bulk_tables(target, threads, tool):
+    """Fresh bulk_insert tables for `tool` (sysbench: its own prepare; ours: prepare.js)."""
+    if tool == "sysbench":
+        db = DB + "_bulk_sb"
+        sql(target, f"DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}")
+        run(sysbench_cmd(target, BULK, [f"--threads={threads}"], "prepare", db=db))
+        return db
+    db = DB + "_bulk"
+    sql(target, f"DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}")
+    run(k6_cmd("prepare.js", target, {"workload": BULK, "threads": threads}, db=db), k6_env(prepare=True))
+    return db
+
+
+def sysbench_rate(workload, out):
+    """(count, per second) of a sysbench run: queries, or for bulk_insert its events (rows)."""
+    if workload != BULK:
+        return sysbench_queries(out)
+    m = re.search(r"^\s+transactions:\s+(\d+)\s+\(([\d.]+) per sec", out, re.M)
+    return int(m.group(1)), float(m.group(2))
+
+
 def figure_runs(target, a, threads):
     sb_db = DB + "_sb"
     for workload in a.workloads:
         floor = workload == "oltp_point_select"
+        bulk = workload == BULK
         r = {n: {k: [] for k in ("sbq", "ourq", "sbp", "ourp", "sbc", "ourc", "flq", "flc")} for n in threads}
         stmts = {} if target == "tidb" else None  # (schema, digest) -> [execs, ns, plan-cache hits, text]
         snap = lambda: bk.stmt_summary(mysql_cmd(target), bk.sql_env(password()), [sb_db, DB])  # noqa: E731
         for _ in range(a.rounds):
             stmt0 = snap() if stmts is not None else None
             for n in threads:
-                out, _, cpu, _ = run(sysbench_cmd(target, workload, [f"--tables={a.tables}", f"--table-size={a.table_size}",
-                                                                    f"--threads={n}", f"--time={a.seconds}"]))
-                total, qps = sysbench_queries(out)
+                db = bulk_tables(target, n, "sysbench") if bulk else None
+                size = [] if bulk else [f"--tables={a.tables}", f"--table-size={a.table_size}"]  # bulk_insert.lua has neither
+                out, _, cpu, _ = run(sysbench_cmd(target, workload, [*size, f"--threads={n}", f"--time={a.seconds}"], db=db))
+                total, qps = sysbench_rate(workload, out)
                 r[n]["sbq"].append(qps)
                 r[n]["sbc"].append(cpu / total)
                 r[n]["sbp"].append(bk.sysbench_p95(out))
+            db = bulk_tables(target, max(threads), "ours") if bulk else None
             out, _, cpu, _ = run(k6_cmd("oltp.js", target, {"workload": workload, "tables": a.tables,
                                                             "table_size": a.table_size, "threads": ",".join(map(str, threads)),
-                                                            "time": a.seconds}), k6_env())
+                                                            "time": a.seconds}, db=db), k6_env())
             if stmts is not None:  # sysbench's and ours only: gofloor (below) also uses our schema
                 for k, v in bk.stmt_delta(stmt0, snap()).items():
                     acc = stmts.setdefault(k, [0, 0, 0, v[3]])
@@ -265,13 +297,14 @@ def figure_runs(target, a, threads):
                     acc[1] += v[1]
                     acc[2] += v[2]
             steps = {s["threads"]: s for s in k6_result(out)["steps"]}
-            all_q = sum(s["queries"]["total"] for s in steps.values())
+            count = (lambda s: s["transactions"]) if bulk else (lambda s: s["queries"]["total"])  # noqa: E731
+            all_q = sum(count(s) for s in steps.values())
             for n in threads:
                 s = steps[n]
-                total = max(s["queries"]["total"], 1)
+                total = max(count(s), 1)
                 # the step's own CPU (k6/x/tbs marks); else its share of the process' CPU
                 c = s.get("client_cpu_s")
-                r[n]["ourq"].append(s["qps"])
+                r[n]["ourq"].append(s["tps"] if bulk else s["qps"])
                 r[n]["ourp"].append(s["latency_ms"]["pct_value"])
                 r[n]["ourc"].append((c if c is not None else cpu * total / max(all_q, 1)) / total)
             if floor:
@@ -286,11 +319,12 @@ def figure_runs(target, a, threads):
             qr = [o / s for o, s in zip(x["ourq"], x["sbq"])]
             pr = [o / s for o, s in zip(x["ourp"], x["sbp"]) if s]
             cr = [o / s for o, s in zip(x["ourc"], x["sbc"])]
-            print(f"runs: {target} {workload} {n} threads: QPS ours/sysbench {bk.fmt_spread(qr)} "
+            what, per = ("rows/s", "row") if bulk else ("QPS", "query")
+            print(f"runs: {target} {workload} {n} threads: {what} ours/sysbench {bk.fmt_spread(qr)} "
                   f"(sysbench {med(x['sbq']):.0f}, ours {med(x['ourq']):.0f}); "
                   f"p95 ours/sysbench {bk.fmt_spread(pr)} (sysbench {med(x['sbp']):.2f} ms, ours {med(x['ourp']):.2f} ms); "
-                  f"CPU/query ours/sysbench {bk.fmt_spread(cr)} (sysbench {med(x['sbc']) * 1e6:.1f} us, ours {med(x['ourc']) * 1e6:.1f} us); "
-                  f"targets QPS >= 1.0 {verdict(med(qr) >= 1.0)}, p95 within one bucket (<= {bk.SYSBENCH_BUCKET:.3f}) "
+                  f"CPU/{per} ours/sysbench {bk.fmt_spread(cr)} (sysbench {med(x['sbc']) * 1e6:.1f} us, ours {med(x['ourc']) * 1e6:.1f} us); "
+                  f"targets {what} >= 1.0 {verdict(med(qr) >= 1.0)}, p95 within one bucket (<= {bk.SYSBENCH_BUCKET:.3f}) "
                   f"{verdict(med(pr) <= bk.SYSBENCH_BUCKET)}", flush=True)
             if floor:
                 fr = [o / f for o, f in zip(x["ourc"], x["flc"])]
@@ -461,10 +495,10 @@ def main():
     for t in targets:
         if t not in PORTS:
             sys.exit(f"error: unknown target '{t}' (valid: {', '.join(PORTS)})")
-    a.workloads = [w for w in a.workloads.split(",") if w]
+    a.workloads = list(CONTRACT["workloads"]) if a.workloads == "all" else [w for w in a.workloads.split(",") if w]
     for w in a.workloads:
-        if w not in CONTRACT["workloads"] or w == "bulk_insert":
-            sys.exit(f"error: unknown workload '{w}' (valid: {', '.join(x for x in CONTRACT['workloads'] if x != 'bulk_insert')})")
+        if w not in CONTRACT["workloads"]:
+            sys.exit(f"error: unknown workload '{w}' (valid: all, or any of {', '.join(CONTRACT['workloads'])})")
     figures = [f for f in a.figures.split(",") if f]
     for f in figures:
         if f not in FIGURES:
