@@ -579,7 +579,7 @@ function nativeLoop(workload, conn2, w2, rec2) {
   const counts = {};
   for (const p of d.event) {
     for (const k of LOOP_PARTS[p]) texts[k] = textsOf(w2, k).slice(1);
-    if (p !== "range_selects") counts[p] = w2.count(p);
+    if (p !== "range_selects") counts[p] = w2.count(p) || 0;
     else for (const k of LOOP_PARTS[p]) counts[k] = w2.count(k);
   }
   const random = d.event.includes("random_points") ? w2.randomPointsSql : d.event.includes("random_ranges") ? w2.randomRangesSql : "";
@@ -599,7 +599,9 @@ function nativeLoop(workload, conn2, w2, rec2) {
     number_of_ranges: w2.o.number_of_ranges,
     delta: w2.o.delta,
     rmin: w2.rmin,
-    rmax: w2.rmax
+    rmax: w2.rmax,
+    auto_inc: Boolean(w2.o.auto_inc),
+    unique: w2.unique || null
   }, w2.rand, conn2.x, rec2, conn2);
 }
 function flushBulk(conn2, w2) {
@@ -736,6 +738,8 @@ var init_sysbench = __esm({
       index_updates: ["index_updates"],
       non_index_updates: ["non_index_updates"],
       delete_inserts: ["deletes", "inserts"],
+      delete: ["deletes"],
+      insert: [],
       random_points: [],
       random_ranges: []
     };

@@ -30,6 +30,7 @@ export function start(env, threadId, threads, stream, native) {
   const o = parseOptions(env);
   const conn = new Conn(o);
   const w = workState(o, makeRand(o, stream), threadId, threads);
+  w.unique = tbs.unique('jstest/unique', 7, 9, 1, 0); // oltp_insert's client-made ids (oltp.js activate)
   conn.open();
   conn.connect(w.prepared);
   const event = bindEvent(o.workload, conn, w);
@@ -93,10 +94,10 @@ func (r *loopRun) event(t *testing.T) ([]Stmt, string) {
 	return r.h.Server.take(), s.String()
 }
 
-// loopWorkloads are the workloads the native loop runs: k6/contract.json's parts-based ones and
-// select_random_* (thread 2 of 4: its own slice of k).
+// loopWorkloads are the workloads the native loop runs: every one but bulk_insert (select_random_*
+// as thread 2 of 4: its own slice of k).
 var loopWorkloads = []string{"oltp_point_select", "oltp_read_only", "oltp_read_write", "oltp_write_only",
-	"oltp_update_index", "oltp_update_non_index", "select_random_points", "select_random_ranges"}
+	"oltp_update_index", "oltp_update_non_index", "oltp_insert", "oltp_delete", "select_random_points", "select_random_ranges"}
 
 // every 5th write changes no rows (a write counted as other, as a DELETE that found nothing)
 func countingAffect(s *server) {
@@ -217,7 +218,6 @@ func TestNativeLoopRetriesABadConnectionAsTheJavaScript(t *testing.T) {
 
 func TestNativeLoopIsOnlyForWhatItRuns(t *testing.T) {
 	for _, env := range []map[string]string{
-		{"workload": "oltp_insert"}, {"workload": "oltp_delete"},
 		{"workload": "bulk_insert"}, {"workload": "oltp_read_only", "rate": "10"},
 	} {
 		r := startLoopRun(t, env, true)

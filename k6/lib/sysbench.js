@@ -252,6 +252,8 @@ const LOOP_PARTS = {
   index_updates: ['index_updates'],
   non_index_updates: ['non_index_updates'],
   delete_inserts: ['deletes', 'inserts'],
+  delete: ['deletes'],
+  insert: [],
   random_points: [],
   random_ranges: [],
 };
@@ -275,7 +277,7 @@ export function nativeLoop(workload, conn, w, rec) {
   const counts = {};
   for (const p of d.event) {
     for (const k of LOOP_PARTS[p]) texts[k] = textsOf(w, k).slice(1);
-    if (p !== 'range_selects') counts[p] = w.count(p);
+    if (p !== 'range_selects') counts[p] = w.count(p) || 0;
     else for (const k of LOOP_PARTS[p]) counts[k] = w.count(k);
   }
   const random = d.event.includes('random_points') ? w.randomPointsSql : d.event.includes('random_ranges') ? w.randomRangesSql : '';
@@ -284,7 +286,7 @@ export function nativeLoop(workload, conn, w, rec) {
     tables: w.o.tables, table_size: w.o.table_size, range_size: w.o.range_size, range_selects: Boolean(w.o.range_selects),
     c_template: C_TEMPLATE, pad_template: PAD_TEMPLATE,
     random_sql: random, random_points: w.o.random_points, number_of_ranges: w.o.number_of_ranges, delta: w.o.delta,
-    rmin: w.rmin, rmax: w.rmax,
+    rmin: w.rmin, rmax: w.rmax, auto_inc: Boolean(w.o.auto_inc), unique: w.unique || null,
   }, w.rand, conn.x, rec, conn);
 }
 

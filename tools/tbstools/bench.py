@@ -325,7 +325,7 @@ def figure_runs(target, a, threads):
                   f"p95 ours/sysbench {bk.fmt_spread(pr)} (sysbench {med(x['sbp']):.2f} ms, ours {med(x['ourp']):.2f} ms); "
                   f"CPU/{per} ours/sysbench {bk.fmt_spread(cr)} (sysbench {med(x['sbc']) * 1e6:.1f} us, ours {med(x['ourc']) * 1e6:.1f} us); "
                   f"targets {what} >= 1.0 {verdict(med(qr) >= 1.0)}, p95 within one bucket (<= {bk.SYSBENCH_BUCKET:.3f}) "
-                  f"{verdict(med(pr) <= bk.SYSBENCH_BUCKET)}", flush=True)
+                  f"{verdict(med(pr) <= bk.SYSBENCH_BUCKET) if pr else 'n/a'}", flush=True)
             if floor:
                 fr = [o / f for o, f in zip(x["ourc"], x["flc"])]
                 fq = [f / s for f, s in zip(x["flq"], x["sbq"])]

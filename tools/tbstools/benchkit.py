@@ -194,6 +194,8 @@ def spread(xs):
 
 
 def fmt_spread(xs, d=2):
+    if not xs:  # no figure in any round (sysbench's bulk_insert prints no percentile)
+        return "n/a"
     m, lo, hi = spread(xs)
     return f"{m:.{d}f} [{lo:.{d}f}-{hi:.{d}f}]"
 

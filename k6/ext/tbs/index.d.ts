@@ -246,6 +246,9 @@ export interface LoopSpec {
   /** select_random_*: the thread's slice of k values, [rmin, rmax]. */
   rmin: number;
   rmax: number;
+  /** oltp_insert: ids made by the server (auto_inc), else from `unique`, the run's sequence. */
+  auto_inc: boolean;
+  unique: Unique | null;
 }
 
 /** One sysbench thread's native event loop (k6/ext/tbs/loop.go): a handle for group(), no methods. */

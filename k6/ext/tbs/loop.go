@@ -1,10 +1,10 @@
 package tbs
 
-// The native event loop (oltp.js's native_loop option, on by default): a VU's events of
-// a parts-based OLTP workload (k6/contract.json's workloads made of point_selects,
-// range_selects, index_updates, non_index_updates and delete_inserts, with or without
-// BEGIN/COMMIT, and select_random_points / select_random_ranges) run back to back in Go,
-// without a JavaScript call per statement or per event.
+// The native event loop (oltp.js's native_loop option, on by default): a VU's events of every
+// workload but bulk_insert (k6/contract.json's parts: point_selects, range_selects,
+// index_updates, non_index_updates and delete_inserts, with or without BEGIN/COMMIT; delete,
+// insert, random_points and random_ranges) run back to back in Go, without a JavaScript call
+// per statement or per event.
 //
 // JavaScript declares the workload once per sysbench thread and step (k6/lib/sysbench.js
 // nativeLoop: the parts, the counts, the statement texts, built there so the SQL has one
@@ -25,6 +25,7 @@ package tbs
 
 import (
 	"fmt"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/grafana/sobek"
@@ -50,6 +51,9 @@ type LoopSpec struct {
 	Delta        float64 `js:"delta"`
 	RMin         float64 `js:"rmin"`
 	RMax         float64 `js:"rmax"`
+	// oltp_insert: client-made ids from the run's unique sequence unless auto_inc
+	AutoInc bool    `js:"auto_inc"`
+	Unique  *Unique `js:"unique"`
 }
 
 // the indices of the query counts in conn.n (k6/lib/conn.js READS, WRITES, OTHERS, TXS)
@@ -200,6 +204,24 @@ func (l *loop) part(s *LoopSpec, name string) (func() error, error) {
 			}
 			return nil
 		})
+	case "delete": // oltp_delete.lua's event: one DELETE of a random id
+		return simple("deletes", func(texts []string, t, _ int) error { return l.write(texts[t], def()) })
+	case "insert": // oltp_insert.lua's event: one INSERT as text (sysbench sends it unprepared)
+		if !s.AutoInc && s.Unique == nil {
+			return nil, fmt.Errorf("k6/x/tbs: loop: oltp_insert without auto_inc needs the run's unique()")
+		}
+		return func() error {
+			t := l.table(tables)
+			k := def()
+			c, pad := l.r.String(s.CTemplate), l.r.String(s.PadTemplate)
+			var id int64
+			if !s.AutoInc {
+				id = int64(s.Unique.Next()) - 2147483648
+			}
+			q := "INSERT INTO sbtest" + strconv.Itoa(t) + " (id, k, c, pad) VALUES (" + strconv.FormatInt(id, 10) + ", " +
+				strconv.FormatInt(k, 10) + ", '" + c + "', '" + pad + "')"
+			return l.write(q)
+		}, nil
 	case "random_points": // select_random_points.lua's event: one SELECT ... WHERE k IN (points)
 		args := make([]any, s.RandomPoints)
 		return func() error {
