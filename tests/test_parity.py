@@ -13,6 +13,7 @@ against sysbench's (ordered by rows per statement, which tells select_random_*'s
 apart), and the whole run's statements against sysbench's. A thread that stops after a few
 events, or a slice that differs, fails here, whatever the client's own summary says. bulk_insert's
 pace is its rows per thread's table (test_bulk_insert_pace)."""
+import contextlib
 import re
 import subprocess
 import time
@@ -146,15 +147,17 @@ def parity(target, workload, opts, invariant):
         # dense slice's count(k) statements scanned the whole index (5,000 rows read, not
         # 1,750), whichever tool ran first, ANALYZE TABLE or not: a second of load first, unlogged
         sysbench_run(workload, target, db, run_opts, seconds=1)
-    with servercount.logging(target):
+    with servercount.logging(target) if target in PACE_TARGETS else contextlib.nullcontext():
         s0 = table_state(target, db, tables)
-        servercount.forget(target)
+        if target in PACE_TARGETS:
+            servercount.forget(target)
         sb = sysbench_run(workload, target, db, run_opts) if sysbench_has(workload) else None
-        sb_conns = servercount.per_connection(target, db)
+        sb_conns = servercount.per_connection(target, db) if target in PACE_TARGETS else {}
         s1 = table_state(target, db, tables)
-        servercount.forget(target)
+        if target in PACE_TARGETS:
+            servercount.forget(target)
         ours = ours_run(workload, target, db, run_opts)
-        ours_conns = servercount.per_connection(target, db)
+        ours_conns = servercount.per_connection(target, db) if target in PACE_TARGETS else {}
         s2 = table_state(target, db, tables)
     sql(target, f"DROP DATABASE {db}")
 
@@ -164,7 +167,8 @@ def parity(target, workload, opts, invariant):
         # a workload"): its own declared invariant is all there is to compare
         return
     check_invariant(invariant, s0, s1, sb)
-    check_pace(run_opts["threads"], sb_conns, ours_conns)
+    if target in PACE_TARGETS:
+        check_pace(run_opts["threads"], sb_conns, ours_conns)
     a, b = per_tx(ours), per_tx(sb)
     if ours["errors"] == 0 and sb["errors"] == 0:
         # reads per event are fixed by the options: equal exactly; and every statement of an
@@ -184,6 +188,11 @@ def parity(target, workload, opts, invariant):
     assert a["other"] == pytest.approx(b["other"], rel=0.02, abs=0.02), (a, b)
 
 
+# The targets whose statement log counts each connection exactly. TiDB writes its slow log in
+# buffered chunks: a fresh-clone run found a run's last few hundred statements per connection
+# in the next run's log (six connections where three ran), so on TiDB the pace of each
+# connection is not checked here; tools/bench measures TiDB's pace (docs/bench.md).
+PACE_TARGETS = ("mariadb",)
 # A connection's share of the run's statements may move this much from sysbench's (2-s runs on
 # shared cores); a thread that stops after a few events is at a tiny fraction of its share.
 SHARE_RATIO = 3.0
