@@ -109,3 +109,21 @@ def test_adding_a_workload_follows_the_recipe(tmp_path, monkeypatch):
         assert ("oltp_toy", {}, "sum_k") in parity.CASES
     finally:
         contract.contract.cache_clear()
+
+
+def test_the_connect_phase_is_the_runs_in_every_python_reader(monkeypatch):
+    # connect_time=auto: timing.connect_s + connect_s_per_1000_threads per 1000 threads, rounded
+    # up to whole seconds as k6/lib/steps.js has it (k6/jstest/steps_test.go holds the two equal).
+    # tools/tbstools/drive.py once dropped the ceiling: 2.03 s for 4 threads where the run waits 3 s
+    from tbstools import benchscale, drive
+    monkeypatch.delenv("connect_time", raising=False)
+    t = C["timing"]
+    for threads in (1, 4, 125, 126, 1000, 1500):
+        want = t["connect_s"] - (-threads * t["connect_s_per_1000_threads"] // 1000)
+        assert contract.connect_seconds(threads) == want
+        assert drive.connect_s(threads) == want, threads
+        assert benchscale.connect_phase_ms(threads) == want * 1000, threads
+    assert drive.connect_s(4) == 3
+    monkeypatch.setenv("connect_time", "7")
+    assert drive.connect_s(4) == contract.connect_seconds(1500) == 7
+    assert gen_docs.connect_examples(t) == "3 s up to 125 threads, 4 s up to 250 threads, 10 s at 1,000"

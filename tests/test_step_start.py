@@ -2,10 +2,9 @@
 statements (connect_time=auto with one load generator: sysbench's barrier after thread_init),
 not after a fixed connect phase; the step's window in the results file is the real one, and the
 statements read at its start still come before its load. Against the local TiDB."""
-import json
-import math
 
-from conftest import ROOT, fresh_db, k6, run_testid, sql, summary
+from tidbbench import contract
+from conftest import fresh_db, k6, run_testid, sql, summary
 import pytest
 
 pytestmark = pytest.mark.full
@@ -22,12 +21,11 @@ def test_the_load_begins_when_every_vu_has_connected(stack):
            "oltp.js")
     m = summary(run_testid(p.stdout + p.stderr))
     sql("tidb", f"DROP DATABASE {db}")
-    timing = json.loads((ROOT / "k6/contract.json").read_text())["timing"]
     steps = {s["threads"]: s for s in m["steps"]}
     assert sorted(steps) == [3, 6], m["steps"]
     # the planned connect phase of each step (k6/contract.json timing; 3 s for these) and the
     # scenarios' grid: step 3 starts at run_start, step 6 after 3 s connect + 2 s + 1 s grace
-    connect = {n: 1000 * (timing["connect_s"] + math.ceil(n * timing["connect_s_per_1000_threads"] / 1000)) for n in steps}
+    connect = {n: 1000 * contract.connect_seconds(n, "auto") for n in steps}
     scenario = {3: m["run_start"], 6: m["run_start"] + connect[3] + 2000 + 1000}
     for n, s in steps.items():
         w = s["window"]

@@ -3,6 +3,7 @@ testid rule, timing; k6/lib/config.js reads the same file) and contract/promql.j
 per-step PromQL)."""
 import functools
 import json
+import os
 import re
 
 from tidbbench import ROOT
@@ -54,6 +55,21 @@ def valid(name, c=None):
 
 def timing():
     return dict(contract()["timing"])
+
+
+def connect_seconds(threads, connect_time=None, timing_=None):
+    """The connect phase of a thread step of `threads` threads, in whole seconds: option
+    connect_time (given, else the environment k6 reads it from, else the contract's default), or
+    with `auto` timing.connect_s + connect_s_per_1000_threads per 1000 threads, rounded up. The
+    run's own copy is k6/lib/steps.js connectSeconds (JavaScript cannot import this);
+    k6/jstest/steps_test.go holds the two equal. timing_: another contract's timing (the docs
+    generator's)."""
+    given = str(connect_time if connect_time is not None
+                else os.environ.get("connect_time") or options()["connect_time"]["default"]).strip()
+    if given != "auto":
+        return int(given)
+    t = timing_ or timing()
+    return int(t["connect_s"]) - (-threads * int(t["connect_s_per_1000_threads"]) // 1000)
 
 
 @functools.lru_cache(maxsize=None)

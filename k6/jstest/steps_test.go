@@ -3,6 +3,7 @@ package jstest
 import (
 	"encoding/json"
 	"fmt"
+	osexec "os/exec"
 	"strings"
 	"testing"
 )
@@ -141,6 +142,34 @@ func TestThreadsPerVu(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error with %q", env, err, want)
+		}
+	}
+}
+
+// The connect phase's formula has one Python copy (tidbbench/contract.py connect_seconds: the
+// tools, the docs generator and the tests read it) beside the run's own in steps.js, which cannot
+// import it: the two must give the same seconds, the ceiling included (tools/tbstools/drive.py
+// once dropped it and planned 2.03 s where the run waited 3 s).
+func TestConnectSecondsIsTidbbenchContracts(t *testing.T) {
+	threads := []int{1, 4, 125, 126, 250, 251, 999, 1000, 1001, 1500, 4000}
+	args := []string{"-c", "import sys; from tidbbench.contract import connect_seconds; " +
+		"print(' '.join(str(connect_seconds(int(n), 'auto')) for n in sys.argv[1:]))"}
+	for _, n := range threads {
+		args = append(args, fmt.Sprint(n))
+	}
+	cmd := osexec.Command("python3", args...)
+	cmd.Dir = "../.."
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3 tidbbench.contract.connect_seconds: %v: %s", err, out)
+	}
+	want := strings.Fields(string(out))
+	h := New(t, "")
+	steps := h.Import("lib/steps.js")
+	for i, n := range threads {
+		got := h.MustCall(steps, "connectSeconds", map[string]any{"connect_time": "auto"}, n).Export()
+		if fmt.Sprint(got) != want[i] {
+			t.Errorf("connectSeconds(%d) = %v in steps.js, %s in tidbbench/contract.py", n, got, want[i])
 		}
 	}
 }

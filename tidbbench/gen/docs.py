@@ -6,7 +6,7 @@ import sys
 
 from tidbbench import ROOT
 from tidbbench.commands import value_text as default_text  # an option's value as the docs and the commands show it
-from tidbbench.contract import CONTRACT
+from tidbbench.contract import CONTRACT, connect_seconds
 from tidbbench.contract import contract as read_contract
 from tidbbench.contract import valid as valid_values
 
@@ -21,16 +21,14 @@ def cell(s):
 
 
 def connect_examples(timing):
-    """What connect_time=auto gives, worked out from the contract's timing as k6/lib/steps.js does
-    (connect_s + ceil(threads x connect_s_per_1000_threads / 1000)): '3 s up to 125 threads, ...'."""
-    per = timing["connect_s_per_1000_threads"]
-    if not per:
-        return f"{timing['connect_s']} s at any thread count"
-    out = []
-    for extra in (1, 2):
-        upto = extra * 1000 // per
-        out.append(f"{timing['connect_s'] + extra} s up to {upto:,} threads")
-    return ", ".join(out) + f", {timing['connect_s'] + per} s at 1,000"
+    """What connect_time=auto gives, worked out by tidbbench.contract.connect_seconds (the formula's
+    one Python copy) from the given timing: '3 s up to 125 threads, 4 s up to 250 threads, 10 s at
+    1,000'."""
+    seconds = {n: connect_seconds(n, "auto", timing) for n in range(1, 1001)}
+    if seconds[1] == seconds[1000]:
+        return f"{seconds[1]} s at any thread count"
+    upto = [n for n in range(1, 1000) if seconds[n + 1] != seconds[n]]
+    return ", ".join(f"{seconds[n]} s up to {n:,} threads" for n in upto[:2]) + f", {seconds[1000]} s at 1,000"
 
 
 def threads_per_vu_auto(timing):

@@ -4,11 +4,11 @@ from the process' start to the step's first measured second, at 100, 500 and 1,5
 both clients). `b` is the bench module (tbstools.bench, run as __main__): its run(), commands and
 settings.
 """
-import os
 import statistics
 import time
 
 from tbstools import benchkit as bk
+from tidbbench import contract
 
 # issue 31's targets: k6's RSS and set-up time at most twice sysbench's
 SETUP_TARGET = 2.0
@@ -17,21 +17,15 @@ SETUP_TARGET = 2.0
 # ---------------------------------------------------------------- scale
 
 
-def connect_phase_ms(b, n):
-    """The fixed connect phase of a k6 thread step of n threads: option connect_time from the
-    environment k6 inherits, or with `auto` (the default) k6/contract.json's timing, as
-    k6/lib/steps.js connectSeconds."""
-    given = os.environ.get("connect_time", "auto").strip()
-    if given.isdigit():
-        return int(given) * 1000
-    timing = b.CONTRACT["timing"]
-    return (timing["connect_s"] + -(-n * timing["connect_s_per_1000_threads"] // 1000)) * 1000
+def connect_phase_ms(n):
+    """The fixed connect phase of a k6 thread step of n threads, in ms (tidbbench.contract)."""
+    return contract.connect_seconds(n) * 1000
 
 
 def figure_scale(b, target, a):
     n = a.scale_threads
     port = b.PORTS[target]
-    connect_ms = connect_phase_ms(b, n)
+    connect_ms = connect_phase_ms(n)
     res = {}
     for prog in ("sysbench", "k6"):
         seen = {"t_all": None, "max": 0, "t_max": None}
@@ -129,7 +123,7 @@ def setup_k6(b, target, a, n):
                                                         "time": a.setup_seconds}), b.k6_env(), probe=probe, interval=0.1)
     res = b.k6_result(out)
     step = res["steps"][0]
-    run_start = res.get("run_start") or (step["window"]["step_start"] - connect_phase_ms(b, n))
+    run_start = res.get("run_start") or (step["window"]["step_start"] - connect_phase_ms(n))
     return (rss, step["window"]["measure_start"] / 1000 - t0, (seen["t_all"] - t0) if seen["t_all"] else None,
             run_start / 1000 - t0, step.get("vus_ready"), cpu_at(seen, step["window"]["measure_start"] / 1000))
 
@@ -159,7 +153,7 @@ def figure_setup(b, target, a):
               f"(all {n} connected {f(s_all)})", flush=True)
         print(f"setup: {target} k6 {n} threads: peak RSS {k_rss:.0f} MiB, {k_rss / n:.2f} MiB per thread; "
               f"from process start to the first measured second {k_set:.1f} s, {k_cpu:.2f} s of CPU (VUs initialized "
-              f"{k_init:.1f} s, all {n} connected {f(k_all)}, connect phase at most {connect_phase_ms(b, n) / 1000:.0f} s; "
+              f"{k_init:.1f} s, all {n} connected {f(k_all)}, connect phase at most {connect_phase_ms(n) / 1000:.0f} s; "
               f"vus_ready {ready})", flush=True)
 
         def ratio(ki, si):

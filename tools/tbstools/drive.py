@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tbstools.cutproxy import HOST, CutProxy
+from tidbbench import contract
 
 ROOT = Path(__file__).resolve().parents[2]
 STATE = Path(os.environ.get("TBS_STATE", ROOT / ".stack"))
@@ -489,22 +490,11 @@ class SysbenchResult:
         return best
 
 
-def _contract():
-    try:
-        return json.loads((ROOT / "k6/contract.json").read_text())
-    except (OSError, ValueError):
-        return {}
-
-
 # k6's graceful stop after each step and its connect phase: options grace_time and connect_time
 # (k6 reads them from the environment too, as the tests set them), else the contract's defaults
-GRACE_S = int(os.environ.get("grace_time") or _contract().get("options", {}).get("grace_time", {}).get("default", 3))
+GRACE_S = int(os.environ.get("grace_time") or contract.options()["grace_time"]["default"])
 
 
 def connect_s(threads):
-    """The connect phase before a step's start (k6/lib/steps.js connectSeconds)."""
-    fixed = os.environ.get("connect_time", "auto")
-    if fixed != "auto":
-        return int(fixed)
-    t = _contract().get("timing", {})
-    return t.get("connect_s", 0) + t.get("connect_s_per_1000_threads", 0) * threads / 1000
+    """The connect phase before a step's start, as the run has it (tidbbench.contract)."""
+    return contract.connect_seconds(threads)
