@@ -1,0 +1,3 @@
+module tidb-bench-stack/tests/tools/funclen
+
+go 1.26.5
