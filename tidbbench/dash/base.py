@@ -17,7 +17,7 @@ NET_DEVICES_EXCLUDED = "veth.*|docker.*|br-.*|cni.*|flannel.*|virbr.*"
 FS_TYPES_EXCLUDED = "tmpfs|overlay|squashfs|nsfs|ramfs|devtmpfs|autofs|fuse.*"
 
 
-def s(key, extra=""):
+def matchers(key, extra=""):
     """Label matchers of SEL[key], plus extra matchers, without braces."""
     return SEL[key] + (", " + extra if extra else "")
 
@@ -226,7 +226,7 @@ def annotations():
     # every series at the end of the run), so a plain selector misses it at most range-query
     # steps; max_over_time over the dashboard's range keeps it at every step, and as its value
     # (the event's time) is constant, Grafana draws one event per series.
-    m = s("marker")
+    m = matchers("marker")
     return {"list": [
         marker_annotation(
             "Run start / end",

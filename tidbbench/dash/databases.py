@@ -1,5 +1,5 @@
 """2. TiDB cluster and 3. MySQL / MariaDB (mysqld_exporter)."""
-from tidbbench.dash.base import (RI, dashboard, p95_p99, panel, query_var, row, s, sum_rate, targets, testid_var,
+from tidbbench.dash.base import (RI, dashboard, p95_p99, panel, query_var, row, matchers, sum_rate, targets, testid_var,
                                  zero_if_absent)
 
 
@@ -7,10 +7,10 @@ from tidbbench.dash.base import (RI, dashboard, p95_p99, panel, query_var, row, 
 # 2. TiDB cluster
 # ---------------------------------------------------------------------------------------------
 def tidb():
-    t, kv, pd = s("tidb"), s("tikv"), s("pd")
+    t, kv, pd = matchers("tidb"), matchers("tikv"), matchers("pd")
     hq = lambda q, extra="": (  # noqa: E731
         f"histogram_quantile({q}, sum by (le) (rate(tidb_server_handle_query_duration_seconds_bucket"
-        f"{{{s('tidb', extra) if extra else t}}}[{RI}])))")
+        f"{{{matchers('tidb', extra) if extra else t}}}[{RI}])))")
     items = [
         row("TiDB"),
         panel("stat", "TiDB up", "Whether Prometheus reaches each tidb-server's status port (1 = up).",
@@ -136,7 +136,7 @@ def tidb():
 # 3. MySQL / MariaDB (mysqld_exporter)
 # ---------------------------------------------------------------------------------------------
 def mysql():
-    m = s("mysql")
+    m = matchers("mysql")
     items = [
         row("Server"),
         panel("stat", "MySQL up", "Whether mysqld_exporter can reach the server (1 = up).",
@@ -201,11 +201,11 @@ def mysql():
         row("Client side (k6)"),
         panel("timeseries", "Client p95 / p99 latency",
               "Event latency the load generator measured against this server, from the k6 native histogram (runs selected above).",
-              "s", targets(*p95_p99("k6_oltp_latency_seconds", s('marker'))),
+              "s", targets(*p95_p99("k6_oltp_latency_seconds", matchers('marker'))),
               w=12),
         panel("timeseries", "Client QPS",
               "Queries per second the load generator completed (runs selected above).",
-              "ops", targets((f"sum(rate(k6_oltp_queries_total{{{s('marker')}}}[{RI}]))", "QPS")), w=12),
+              "ops", targets((f"sum(rate(k6_oltp_queries_total{{{matchers('marker')}}}[{RI}]))", "QPS")), w=12),
     ]
     variables = [
         testid_var(single=False),

@@ -1,5 +1,5 @@
 """4. Hosts (node_exporter) and 6. Logs (Loki)."""
-from tidbbench.dash.base import (FS_TYPES_EXCLUDED, LOKI, NET_DEVICES_EXCLUDED, RI, dashboard, panel, query_var, row, s,
+from tidbbench.dash.base import (FS_TYPES_EXCLUDED, LOKI, NET_DEVICES_EXCLUDED, RI, dashboard, panel, query_var, row, matchers,
                                  target, targets, testid_var, textbox_var)
 
 
@@ -7,7 +7,7 @@ from tidbbench.dash.base import (FS_TYPES_EXCLUDED, LOKI, NET_DEVICES_EXCLUDED, 
 # 4. Hosts (node_exporter)
 # ---------------------------------------------------------------------------------------------
 def hosts():
-    n = s("node")
+    n = matchers("node")
     cores = f'count by (instance) (node_cpu_seconds_total{{{n}, mode="idle"}})'
     items = [
         row("CPU and memory"),
@@ -73,7 +73,7 @@ def hosts():
 # 6. Logs (Loki)
 # ---------------------------------------------------------------------------------------------
 def logs():
-    lg = s("logs")
+    lg = matchers("logs")
     items = [
         row("Logs of the time range (open it from the Run table of the Benchmark run dashboard)"),
         panel("timeseries", "Log lines by service",

@@ -1,6 +1,6 @@
 """1. Benchmark run and 5. Run comparison: the dashboards of k6's series."""
 from tidbbench.dash import pingcap
-from tidbbench.dash.base import (LOOKBACK, NET_DEVICES_EXCLUDED, RI, SEL, dashboard, p95_p99, panel, query_var, row, s,
+from tidbbench.dash.base import (LOOKBACK, NET_DEVICES_EXCLUDED, RI, SEL, dashboard, p95_p99, panel, query_var, row, matchers,
                                  sum_rate, target, targets, testid_var, unit_override, zero_if_absent)
 from tidbbench.dash.steps import db_step_cores, k6_step_cores, step_errors, step_quantile, step_rate
 
@@ -8,11 +8,15 @@ from tidbbench.dash.steps import db_step_cores, k6_step_cores, step_errors, step
 # ---------------------------------------------------------------------------------------------
 # 1. Benchmark run
 # ---------------------------------------------------------------------------------------------
-def benchmark_run():
-    run, meas, k6 = s("run"), s("measured"), s("k6")
-    marker_run = 'testid="$testid"'
-    q_rate = sum_rate("k6_oltp_queries_total", run)
-    run_links = [
+# The dashboard's panels, one function a row of it (declarative: each returns its row and panels).
+RUN, MEASURED, K6 = matchers("run"), matchers("measured"), matchers("k6")
+RUN_MARKER = 'testid="$testid"'
+QUERY_RATE = sum_rate("k6_oltp_queries_total", RUN)
+
+
+def run_links():
+    """The Run table's links: each dashboard over exactly the chosen run."""
+    links = [
         {"title": f"{t} over this run", "targetBlank": False,
          "url": f"/d/{uid}?var-testid=${{__data.fields[0]}}"
                 f"&from=${{__data.fields[3]}}&to=${{__data.fields[4]}}"}
@@ -20,22 +24,26 @@ def benchmark_run():
                        ("Hosts", "tbs-hosts"), ("TiDB cluster", "tbs-tidb"),
                        ("MySQL / MariaDB", "tbs-mysql")]]
     # PingCAP's own dashboards of the TiDB that runs (tidbbench/dash/pingcap.py prepares them)
-    run_links += [
+    links += [
         {"title": f"{pingcap.title(n)} over this run", "targetBlank": False,
          "url": f"/d/{pingcap.uid(n)}?var-testid=${{__data.fields[0]}}"
                 f"&from=${{__data.fields[3]}}&to=${{__data.fields[4]}}"}
         for n in pingcap.DASHBOARDS]
-    run_sel = 'testid="$testid"'
-    items = [
+    return links
+
+
+def run_panels():
+    """The chosen run and its links to the other dashboards over exactly its time."""
+    return [
         row("Run"),
         panel("table", "Run",
               "The chosen run: its workload, the version under test and when it started and ended; the links open a dashboard over exactly this run.",
               "none",
-              [target(f'max by (testid, workload, version) (max_over_time(k6_oltp_marker{{{run_sel}, event="run_start"}}[$lookback]))',
+              [target(f'max by (testid, workload, version) (max_over_time(k6_oltp_marker{{{RUN_MARKER}, event="run_start"}}[$lookback]))',
                       ref="A", instant=True, fmt="table"),
-               target(f'max by (testid, workload, version) (max_over_time(k6_oltp_marker{{{run_sel}, event="run_end"}}[$lookback]))',
+               target(f'max by (testid, workload, version) (max_over_time(k6_oltp_marker{{{RUN_MARKER}, event="run_end"}}[$lookback]))',
                       ref="B", instant=True, fmt="table")],
-              w=24, h=4, links=run_links,
+              w=24, h=4, links=run_links(),
               overrides=[unit_override("Start", "dateTimeAsIso"), unit_override("End", "dateTimeAsIso")],
               transformations=[
                   {"id": "merge", "options": {}},
@@ -43,18 +51,24 @@ def benchmark_run():
                       "excludeByName": {"Time": True},
                       "indexByName": {"testid": 0, "workload": 1, "version": 2, "Value #A": 3, "Value #B": 4},
                       "renameByName": {"Value #A": "Start", "Value #B": "End"}}}]),
+    ]
+
+
+def step_table_panels():
+    """One row per thread step over its measured window."""
+    return [
         row("Per thread step (measured window, warm-up excluded)"),
         panel("table", "Thread steps",
               "One row per thread step over its measured window: queries and transactions per second, p95 latency and errors, as in a sysbench report; then the CPU cores the database and k6 used on average in it, and QPS per database core.",
               "none",
-              [target(step_rate("k6_oltp_queries_total", meas, marker_run, "$__range"), ref="A", instant=True, fmt="table"),
-               target(step_rate("k6_oltp_transactions_total", meas, marker_run, "$__range"), ref="B", instant=True, fmt="table"),
-               target(step_quantile(0.95, meas, "$__range"), ref="C", instant=True, fmt="table"),
-               target(step_errors(meas, "$__range"), ref="D", instant=True, fmt="table"),
-               target(db_step_cores(run, meas, "$__range"), ref="E", instant=True, fmt="table"),
-               target(f"{step_rate('k6_oltp_queries_total', meas, marker_run, '$__range')} / on (threads) "
-                      f"({db_step_cores(run, meas, '$__range')})", ref="F", instant=True, fmt="table"),
-               target(k6_step_cores(k6, meas, "$__range"), ref="G", instant=True, fmt="table")],
+              [target(step_rate("k6_oltp_queries_total", MEASURED, RUN_MARKER, "$__range"), ref="A", instant=True, fmt="table"),
+               target(step_rate("k6_oltp_transactions_total", MEASURED, RUN_MARKER, "$__range"), ref="B", instant=True, fmt="table"),
+               target(step_quantile(0.95, MEASURED, "$__range"), ref="C", instant=True, fmt="table"),
+               target(step_errors(MEASURED, "$__range"), ref="D", instant=True, fmt="table"),
+               target(db_step_cores(RUN, MEASURED, "$__range"), ref="E", instant=True, fmt="table"),
+               target(f"{step_rate('k6_oltp_queries_total', MEASURED, RUN_MARKER, '$__range')} / on (threads) "
+                      f"({db_step_cores(RUN, MEASURED, '$__range')})", ref="F", instant=True, fmt="table"),
+               target(k6_step_cores(K6, MEASURED, "$__range"), ref="G", instant=True, fmt="table")],
               w=24, h=7,
               overrides=[unit_override("Threads", "none", 0), unit_override("QPS", "ops", 1),
                          unit_override("TPS", "ops", 1), unit_override("p95 (ms)", "ms", 2),
@@ -75,48 +89,72 @@ def benchmark_run():
                                        "Value #E": "DB CPU (cores)", "Value #F": "QPS per DB core",
                                        "Value #G": "k6 CPU (cores)"}}},
                   {"id": "sortBy", "options": {"fields": {}, "sort": [{"field": "Threads", "desc": False}]}}]),
+    ]
+
+
+def throughput_panels():
+    """QPS and TPS over time."""
+    return [
         row("Throughput"),
         panel("timeseries", "QPS",
               "Queries per second of the run, all kinds together (warm-up included, shaded by the thread-step annotations).",
-              "ops", targets((q_rate, "QPS")), w=8),
+              "ops", targets((QUERY_RATE, "QPS")), w=8),
         panel("timeseries", "QPS by kind",
               "Queries per second split by kind: read, write and other (BEGIN/COMMIT).",
-              "ops", targets((f"sum by (kind) (rate(k6_oltp_queries_total{{{run}}}[{RI}]))", "{{kind}}")),
+              "ops", targets((f"sum by (kind) (rate(k6_oltp_queries_total{{{RUN}}}[{RI}]))", "{{kind}}")),
               w=8, custom={"stacking": {"mode": "normal", "group": "A"}, "fillOpacity": 30}),
         panel("timeseries", "TPS",
               "Transactions (sysbench events) per second.",
-              "ops", targets((sum_rate("k6_oltp_transactions_total", run), "TPS")), w=8),
+              "ops", targets((sum_rate("k6_oltp_transactions_total", RUN), "TPS")), w=8),
         panel("timeseries", "QPS by thread step",
               "Queries per second of each thread step's measured window (warm-up excluded).",
-              "ops", targets((f"sum by (threads) (rate(k6_oltp_queries_total{{{meas}}}[{RI}]))", "{{threads}} threads")),
+              "ops", targets((f"sum by (threads) (rate(k6_oltp_queries_total{{{MEASURED}}}[{RI}]))", "{{threads}} threads")),
               w=24, h=7),
+    ]
+
+
+def latency_panels():
+    """The event latency from the native histogram."""
+    return [
         row("Latency (event latency, from the native histogram)"),
         panel("timeseries", "p95 and p99 latency",
               "95th and 99th percentile of the event (transaction) latency, from the native histogram k6_oltp_latency_seconds.",
-              "s", targets(*p95_p99("k6_oltp_latency_seconds", run)),
+              "s", targets(*p95_p99("k6_oltp_latency_seconds", RUN)),
               w=12),
         panel("timeseries", "Response time (rate mode)",
               "With -e rate=N (sysbench's --rate): 95th and 99th percentile of the response time, from when each event was due to its end (queue time included, free of coordinated omission), beside the service latency of the panel on the left (from when a thread took the event, sysbench's figure). Empty for runs without a rate.",
-              "s", targets(*p95_p99("k6_oltp_response_latency_seconds", run)),
+              "s", targets(*p95_p99("k6_oltp_response_latency_seconds", RUN)),
               w=12),
         panel("timeseries", "Mean latency",
               "Mean event latency: rate of the histogram's sum over the rate of its count.",
-              "s", targets((f"histogram_sum(sum(rate(k6_oltp_latency_seconds{{{run}}}[{RI}]))) / "
-                            f"histogram_count(sum(rate(k6_oltp_latency_seconds{{{run}}}[{RI}])))", "mean")),
+              "s", targets((f"histogram_sum(sum(rate(k6_oltp_latency_seconds{{{RUN}}}[{RI}]))) / "
+                            f"histogram_count(sum(rate(k6_oltp_latency_seconds{{{RUN}}}[{RI}])))", "mean")),
               w=12),
+    ]
+
+
+def error_panels():
+    """Errors by code and reconnects."""
+    return [
         row("Errors and connections"),
         panel("timeseries", "Errors by code",
               "Failed statements per second by MySQL error code; ignored=true are the codes the run was told to ignore and retry.",
               "cps", targets((zero_if_absent(
-                  f"sum by (code, ignored) (rate(k6_oltp_errors_total{{{run}}}[{RI}]))",
-                  q_rate, "code", "none"), "{{code}} ignored={{ignored}}")),
+                  f"sum by (code, ignored) (rate(k6_oltp_errors_total{{{RUN}}}[{RI}]))",
+                  QUERY_RATE, "code", "none"), "{{code}} ignored={{ignored}}")),
               w=12, custom={"drawStyle": "bars", "fillOpacity": 60}),
         panel("timeseries", "Reconnects",
               "Reconnections per second after a lost connection (error 2013 and the like).",
               "cps", targets((zero_if_absent(
-                  sum_rate("k6_oltp_reconnects_total", run),
-                  q_rate, "event", "reconnect"), "reconnects")),
+                  sum_rate("k6_oltp_reconnects_total", RUN),
+                  QUERY_RATE, "event", "reconnect"), "reconnects")),
               w=12, custom={"drawStyle": "bars", "fillOpacity": 60}),
+    ]
+
+
+def resource_panels():
+    """The database's and the load generator's CPU, memory, disk and network."""
+    return [
         row("Resources: the target and the load generator"),
         panel("timeseries", "Database CPU",
               "CPU cores used by each database process: tidb-server, TiKV and PD (their own metrics), mysqld/mariadbd (process-exporter); 1 = one core.",
@@ -132,11 +170,11 @@ def benchmark_run():
               w=12, min_=0),
         panel("timeseries", "Load generator CPU",
               "CPU cores the run's k6 process(es) used, user + system, per load generator instance; a value near k6's cores means the load generator, not the database, set the pace.",
-              "short", targets((f"sum by (instance_id) (rate(k6_oltp_client_cpu_seconds_total{{{k6}}}[{RI}]))", "k6 {{instance_id}}")),
+              "short", targets((f"sum by (instance_id) (rate(k6_oltp_client_cpu_seconds_total{{{K6}}}[{RI}]))", "k6 {{instance_id}}")),
               w=12, min_=0),
         panel("timeseries", "Load generator memory",
               "Resident memory of the run's k6 process(es), per load generator instance.",
-              "bytes", targets((f"sum by (instance_id) (k6_oltp_client_rss_bytes{{{k6}}})", "k6 {{instance_id}}")),
+              "bytes", targets((f"sum by (instance_id) (k6_oltp_client_rss_bytes{{{K6}}})", "k6 {{instance_id}}")),
               w=12, min_=0),
         panel("timeseries", "Database hosts: disk",
               "Bytes per second read (negative) and written on the hosts node_exporter watches (locally the one host the database and k6 share).",
@@ -150,16 +188,27 @@ def benchmark_run():
                   (f'-sum by (instance) (rate(node_network_receive_bytes_total{{{SEL["nodes"]}, device!~"{NET_DEVICES_EXCLUDED}"}}[{RI}]))', "{{instance}} in"),
                   (f'sum by (instance) (rate(node_network_transmit_bytes_total{{{SEL["nodes"]}, device!~"{NET_DEVICES_EXCLUDED}"}}[{RI}]))', "{{instance}} out")),
               w=12),
+    ]
+
+
+def loadgen_panels():
+    """K6's VUs and iterations."""
+    return [
         row("Load generator"),
         panel("timeseries", "k6 VUs",
               "Virtual users running, and the maximum allocated. A VU runs one sysbench thread (one connection), or threads_per_vu of them: the step's thread count is in the threads label and the step annotations.",
-              "short", targets((f"sum(k6_vus{{{k6}}})", "VUs"), (f"sum(k6_vus_max{{{k6}}})", "VUs max")),
+              "short", targets((f"sum(k6_vus{{{K6}}})", "VUs"), (f"sum(k6_vus_max{{{K6}}})", "VUs max")),
               w=12),
         panel("timeseries", "k6 iterations",
               "k6 iterations per second, as k6 itself counts them: each VU runs its events back to back in iterations of up to one second, a VU of several threads (threads_per_vu) in one iteration per warm-up and measured window (events per second are the TPS panel).",
-              "ops", targets((f"sum(rate(k6_iterations_total{{{k6}}}[{RI}]))", "iterations/s")),
+              "ops", targets((f"sum(rate(k6_iterations_total{{{K6}}}[{RI}]))", "iterations/s")),
               w=12),
     ]
+
+
+def benchmark_run():
+    items = [*run_panels(), *step_table_panels(), *throughput_panels(), *latency_panels(), *error_panels(),
+             *resource_panels(), *loadgen_panels()]
     variables = [
         testid_var(single=True),
         query_var("workload", "Workload", 'label_values(k6_oltp_queries_total{testid="$testid"}, workload)',
@@ -175,6 +224,8 @@ def benchmark_run():
     return dashboard("tbs-benchmark-run", "Benchmark run",
                      "One k6 sysbench run: QPS, TPS, latency and errors over time and per thread step, with the run and its steps marked.",
                      ["benchmark", "k6"], variables, items)
+
+
 
 
 def ab_barchart(title, description, unit, expr_a, expr_b):
@@ -199,8 +250,8 @@ def ab_barchart(title, description, unit, expr_a, expr_b):
 # 5. Run comparison
 # ---------------------------------------------------------------------------------------------
 def run_compare():
-    a, b = s("run_a"), s("run_b")
-    ma, mb = s("marker_a"), s("marker_b")
+    a, b = matchers("run_a"), matchers("run_b")
+    ma, mb = matchers("marker_a"), matchers("marker_b")
     win = "$lookback"
     qps_a = step_rate("k6_oltp_queries_total", a, ma, win)
     qps_b = step_rate("k6_oltp_queries_total", b, mb, win)
