@@ -129,94 +129,24 @@ def merge(testid, files, exits=None, expected=None):
     """files: {id: (path, doc)}; exits: {id: (exit code, ended epoch ms)} from the launcher.
     -> the merged manifest (dict)."""
     exits = exits or {}
-    tagged = files
     if not files:
         raise MergeError(f"no instance files results/{testid}.instance-<i>.json: did any instance start? "
                          "(on other hosts, copy their files into results/ first)")
-    ns, seqs, files, offsets = set(), set(), {}, set()
-    for tag, (p, d) in sorted(tagged.items()):
-        a, n = parse_segment(d["instance"].get("segment"), p)
-        inst = d["instance"]
-        if "lane" in inst and "instances" in inst and (int(inst["lane"]), int(inst["instances"])) != (a, n) \
-                and inst.get("segment"):
-            raise MergeError(f"{p}: instance lane {inst['lane']} of {inst['instances']} disagrees with its "
-                             f"segment {inst['segment']}")
-        if a in files:
-            raise MergeError(f"{p} and {files[a][0]} ran the same segment {d['instance'].get('segment')}")
-        files[a] = (p, d)
-        offsets.add(tag - a)
-        ns.add(n)
-        if d["instance"].get("sequence"):
-            seqs.add(d["instance"]["sequence"])
-    # instance ids by position: scripts/k6 counts from 0, k6-operator from 1
-    offset = offsets.pop() if len(offsets) == 1 else 0
-    if len(ns) != 1 or len(seqs) > 1:
-        raise MergeError(f"instance files of {testid} disagree on the split: segments of {sorted(ns)} parts, "
-                         f"sequences {sorted(map(str, seqs))}")
-    n = ns.pop()
+    by_lane, n, seqs, offset = _by_lane(testid, files)
     if expected is not None and expected != n:
         raise MergeError(f"the instance files split {testid} in {n} parts, expected {expected}")
-    ids = sorted(files)
-    base = files[ids[0]][1]
-    for i in ids[1:]:
-        p, d = files[i]
-        for k in ("workload", "version", "target"):
-            if d.get(k) != base.get(k):
-                raise MergeError(f"{p}: {k} {d.get(k)!r} differs from instance {ids[0]}'s {base.get(k)!r}")
-        for k in ("threads", "time", "warmup_time"):
-            if d.get("options", {}).get(k) != base.get("options", {}).get(k):
-                raise MergeError(f"{p}: option {k} differs from instance {ids[0]}'s")
-
+    ids = sorted(by_lane)
+    base = by_lane[ids[0]][1]
+    _check_one_run(by_lane, ids)
     opts = base.get("options", {})
     thread_steps = opts.get("threads") or [s["threads"] for s in base.get("steps", [])]
-    pct = opts.get("percentile", 95)
-    steps = []
-    for t in thread_steps:
-        per = {}
-        for i in ids:
-            s = next((s for s in files[i][1].get("steps", []) if s.get("threads") == t), None)
-            if s is not None and _step_done(s):
-                per[i] = dict(s, _id=files[i][1]["instance"]["id"])
-        if not per:
-            continue
-        steps.append(merge_step(t, per, pct, testid))
-
-    instances = []
-    for i in range(n):
-        code, ended = exits.get(i + offset, (None, None))
-        entry = {"id": str(i + offset), "segment": f"{i}/{n}:{i + 1}/{n}", "exit_status": code}
-        if ended is not None:
-            entry["ended_at"] = ended
-        if i in files:
-            p, d = files[i]
-            lg = d.get("load_generator") or {}
-            entry.update(id=str(d["instance"]["id"]), file=p.name, segment=d["instance"].get("segment") or "0:1",
-                         load_generator=lg, k6=lg.get("k6", ""))
-            done = [s["threads"] for s in d.get("steps", []) if _step_done(s)]
-            entry["steps_completed"] = done
-            entry["client_cpu_s"] = {str(s["threads"]): s["client_cpu_s"] for s in d.get("steps", [])
-                                     if _step_done(s) and s.get("client_cpu_s") is not None}
-            missing = [t for t in thread_steps if t not in done]
-            if missing:
-                first = next((s for s in d.get("steps", []) if s.get("threads") == missing[0]), None)
-                w = (first or {}).get("window") or {}
-                entry["missing_from"] = {"threads": missing[0],
-                                         "at": ended or w.get("step_start") or _last_end(d) or d.get("run_end"),
-                                         "steps": missing}
-        else:
-            # no file (killed before its summary): nothing of it is counted; it ended during the
-            # step whose window holds its end time, as far as the launcher saw it
-            during = next((s["threads"] for s in steps if ended is not None and ended <= s["window"]["measure_end"]),
-                          None)
-            entry.update(file=None, steps_completed=[], load_generator={}, k6="",
-                         missing_from={"threads": during, "at": ended, "steps": list(thread_steps), "no_file": True})
-        entry["status"] = "complete" if ("missing_from" not in entry and code in (0, None)) else "failed"
-        instances.append(entry)
+    steps = _merged_steps(testid, by_lane, ids, thread_steps, opts.get("percentile", 95))
+    instances = [_instance_entry(i, n, offset, by_lane, exits, thread_steps, steps) for i in range(n)]
 
     out = {k: v for k, v in base.items() if k not in ("instance", "steps")}
     out["testid"] = testid
-    out["run_start"] = min((d.get("run_start") for _, d in files.values() if d.get("run_start")), default=None)
-    out["run_end"] = max((d.get("run_end") for _, d in files.values() if d.get("run_end")), default=None)
+    out["run_start"] = min((d.get("run_start") for _, d in by_lane.values() if d.get("run_start")), default=None)
+    out["run_end"] = max((d.get("run_end") for _, d in by_lane.values() if d.get("run_end")), default=None)
     out["load_generator"] = base.get("load_generator", {})
     out["steps"] = steps
     out.pop("interrupted", None)
@@ -226,6 +156,90 @@ def merge(testid, files, exits=None, expected=None):
     out["instances_split"] = {"count": n, "sequence": next(iter(seqs), ""),
                               "merged_by": "tidbbench/merge.py"}
     return out
+
+
+def _by_lane(testid, tagged):
+    """The instance files by their lane (the segment's position), checked to be one split:
+    -> ({lane: (path, doc)}, parts, sequences, the offset of the launcher's ids from the lanes)."""
+    parts, seqs, by_lane, offsets = set(), set(), {}, set()
+    for tag, (p, d) in sorted(tagged.items()):
+        inst = d["instance"]
+        lane, n = parse_segment(inst.get("segment"), p)
+        if "lane" in inst and "instances" in inst and (int(inst["lane"]), int(inst["instances"])) != (lane, n) \
+                and inst.get("segment"):
+            raise MergeError(f"{p}: instance lane {inst['lane']} of {inst['instances']} disagrees with its "
+                             f"segment {inst['segment']}")
+        if lane in by_lane:
+            raise MergeError(f"{p} and {by_lane[lane][0]} ran the same segment {inst.get('segment')}")
+        by_lane[lane] = (p, d)
+        offsets.add(tag - lane)
+        parts.add(n)
+        if inst.get("sequence"):
+            seqs.add(inst["sequence"])
+    # instance ids by position: scripts/k6 counts from 0, k6-operator from 1
+    offset = offsets.pop() if len(offsets) == 1 else 0
+    if len(parts) != 1 or len(seqs) > 1:
+        raise MergeError(f"instance files of {testid} disagree on the split: segments of {sorted(parts)} parts, "
+                         f"sequences {sorted(map(str, seqs))}")
+    return by_lane, parts.pop(), seqs, offset
+
+
+def _check_one_run(by_lane, ids):
+    base = by_lane[ids[0]][1]
+    for i in ids[1:]:
+        p, d = by_lane[i]
+        for k in ("workload", "version", "target"):
+            if d.get(k) != base.get(k):
+                raise MergeError(f"{p}: {k} {d.get(k)!r} differs from instance {ids[0]}'s {base.get(k)!r}")
+        for k in ("threads", "time", "warmup_time"):
+            if d.get("options", {}).get(k) != base.get("options", {}).get(k):
+                raise MergeError(f"{p}: option {k} differs from instance {ids[0]}'s")
+
+
+def _merged_steps(testid, by_lane, ids, thread_steps, pct):
+    steps = []
+    for t in thread_steps:
+        per = {}
+        for i in ids:
+            s = next((s for s in by_lane[i][1].get("steps", []) if s.get("threads") == t), None)
+            if s is not None and _step_done(s):
+                per[i] = dict(s, _id=by_lane[i][1]["instance"]["id"])
+        if per:
+            steps.append(merge_step(t, per, pct, testid))
+    return steps
+
+
+def _instance_entry(i, n, offset, by_lane, exits, thread_steps, steps):
+    """The merged manifest's entry of lane i: its file, the steps it completed, where it stopped."""
+    code, ended = exits.get(i + offset, (None, None))
+    entry = {"id": str(i + offset), "segment": f"{i}/{n}:{i + 1}/{n}", "exit_status": code}
+    if ended is not None:
+        entry["ended_at"] = ended
+    if i in by_lane:
+        p, d = by_lane[i]
+        load_generator = d.get("load_generator") or {}
+        entry.update(id=str(d["instance"]["id"]), file=p.name, segment=d["instance"].get("segment") or "0:1",
+                     load_generator=load_generator, k6=load_generator.get("k6", ""))
+        done = [s["threads"] for s in d.get("steps", []) if _step_done(s)]
+        entry["steps_completed"] = done
+        entry["client_cpu_s"] = {str(s["threads"]): s["client_cpu_s"] for s in d.get("steps", [])
+                                 if _step_done(s) and s.get("client_cpu_s") is not None}
+        missing = [t for t in thread_steps if t not in done]
+        if missing:
+            first = next((s for s in d.get("steps", []) if s.get("threads") == missing[0]), None)
+            w = (first or {}).get("window") or {}
+            entry["missing_from"] = {"threads": missing[0],
+                                     "at": ended or w.get("step_start") or _last_end(d) or d.get("run_end"),
+                                     "steps": missing}
+    else:
+        # no file (killed before its summary): nothing of it is counted; it ended during the
+        # step whose window holds its end time, as far as the launcher saw it
+        during = next((s["threads"] for s in steps if ended is not None and ended <= s["window"]["measure_end"]),
+                      None)
+        entry.update(file=None, steps_completed=[], load_generator={}, k6="",
+                     missing_from={"threads": during, "at": ended, "steps": list(thread_steps), "no_file": True})
+    entry["status"] = "complete" if ("missing_from" not in entry and code in (0, None)) else "failed"
+    return entry
 
 
 def _last_end(d):
