@@ -66,6 +66,70 @@ def k6_qps_between(sb, testid, t0, t1):
     return (q1 - q0) / (t1 - t0)
 
 
+def _db_faults(sb, target, kind, at, down):
+    """The faults of kind at `at` s -> (faults, the cut proxy of a drop or None)."""
+    if kind == "drop":
+        proxy = sb.proxy(target)
+        return [At(at, proxy.drop, down, name=f"network to {target} dropped for {down}s")], proxy
+    if kind == "kill":
+        return [At(at, sb.kill, target, name=f"kill -9 {target}"), At(at + down, sb.start, target, name=f"start {target}")], None
+    if kind == "stop":
+        return [At(at, sb.stop, target, name=f"stop {target}")], None
+    raise ValueError(kind)
+
+
+def _k6_fault_figures(sb, target, workload, faults, port, at, seconds, threads, steps, tables, table_size, k6_opts):
+    opts = {"workload": workload, "tables": tables, "table_size": table_size, "threads": steps or threads,
+            "time": seconds}
+    if target == "tidb":
+        opts["preset"] = "tidb"
+    else:
+        opts["mysql_ignore_errors"] = K6_IGNORE[target]
+    opts.update(k6_opts or {})
+    r = sb.k6_run(target, opts, faults=faults, port=port)
+    st = r.summary.get("steps") or []
+    s0 = st[0] if st else {}
+    t_fault = r.events[0][0] if r.events else r.started + at
+    back = [t for t, n in r.events if n.endswith(" done") and (n.startswith("start") or n.startswith("network"))]
+    end = s0.get("window", {}).get("measure_end", 0) / 1000 or r.ended
+    if back and s0.get("max_gap_start"):
+        # QPS after: from when events completed again (k6's own gap end), not from when
+        # `scripts/stack restart` returned (it waits until the server is ready and has
+        # its users, seconds after k6 is back)
+        back = [min(back[0], s0["max_gap_start"] / 1000 + s0["max_gap_s"])]
+    return {
+        "exit": r.returncode, "testid": r.testid,
+        "wall_s": round(r.ended - r.started, 1),
+        "reconnects": sum(s.get("reconnects", 0) for s in st),
+        "errors": sum(s.get("errors", 0) for s in st),
+        "gap_s": round(max([s.get("max_gap_s", 0) for s in st] or [0]), 1),
+        "disturbed": [s["threads"] for s in st if s.get("max_gap_s", 0) >= 1],
+        "qps_before": k6_qps_between(sb, r.testid, t_fault - 3, t_fault) if r.testid else None,
+        "qps_after": k6_qps_between(sb, r.testid, back[0] + 1, end) if back and r.testid else 0.0,
+        "results_file": bool(r.summary),
+        "_run": r,
+    }
+
+
+def _sysbench_fault_figures(sb, target, workload, faults, port, at, seconds, threads, tables, table_size):
+    r = sb.sysbench_run(target, workload, threads, seconds, SYSBENCH_IGNORE[target], faults=faults,
+                        tables=tables, table_size=table_size, port=port)
+    iv = r.intervals()
+    t_fault = at
+    back = [t - r.started for t, n in r.events if n.endswith(" done") and (n.startswith("start") or n.startswith("network"))]
+    return {
+        "exit": r.returncode, "wall_s": round(r.ended - r.started, 1),
+        "reconnects": r.reconnects(), "errors": r.errors(),
+        "gap_s": round(r.longest_gap(), 1) if iv else None,
+        "qps_before": _mean(q for s, q in iv if t_fault - 4 < s <= t_fault) if iv else None,
+        "qps_after": _mean(q for s, q in iv if back and back[0] + 2 < s <= seconds) if back else 0.0,
+        "last_report_s": iv[-1][0] if iv else 0,
+        "crash": r.returncode < 0 or r.returncode >= 128,
+        "tail": "\n".join(r.output.strip().splitlines()[-3:]),
+        "_run": r,
+    }
+
+
 def db_fault(sb, target, kind, tool="k6", seconds=20, at=5, down=5, threads=4, workload=None,
              tables=2, table_size=2000, steps=None, k6_opts=None):
     """A database fault during a step: kind = kill (kill -9 at `at`, started again `down` s
@@ -73,18 +137,8 @@ def db_fault(sb, target, kind, tool="k6", seconds=20, at=5, down=5, threads=4, w
     longer than the step; started again after the run). tool = k6 or sysbench (1.0.20).
     workload: workload_for(target, kind) unless given. k6_opts: more k6 options (-e)."""
     workload = workload or workload_for(target, kind)
-    port = None
-    proxy = None
-    if kind == "drop":
-        proxy = sb.proxy(target)
-        port = proxy.port
-        faults = [At(at, proxy.drop, down, name=f"network to {target} dropped for {down}s")]
-    elif kind == "kill":
-        faults = [At(at, sb.kill, target, name=f"kill -9 {target}"), At(at + down, sb.start, target, name=f"start {target}")]
-    elif kind == "stop":
-        faults = [At(at, sb.stop, target, name=f"stop {target}")]
-    else:
-        raise ValueError(kind)
+    faults, proxy = _db_faults(sb, target, kind, at, down)
+    port = proxy.port if proxy else None
     nsteps = len(str(steps or threads).split(","))
     planned = seconds * nsteps
     row = {"fault": {"kill": f"{target} killed (-9) at {at}s, started {down}s later",
@@ -94,63 +148,22 @@ def db_fault(sb, target, kind, tool="k6", seconds=20, at=5, down=5, threads=4, w
            "tool": tool, "target": target, "kind": kind, "workload": workload}
     try:
         if tool == "k6":
-            opts = {"workload": workload, "tables": tables, "table_size": table_size, "threads": steps or threads,
-                    "time": seconds}
-            if target == "tidb":
-                opts["preset"] = "tidb"
-            else:
-                opts["mysql_ignore_errors"] = K6_IGNORE[target]
-            opts.update(k6_opts or {})
-            r = sb.k6_run(target, opts, faults=faults, port=port)
-            st = r.summary.get("steps") or []
-            s0 = st[0] if st else {}
-            t_fault = r.events[0][0] if r.events else r.started + at
-            back = [t for t, n in r.events if n.endswith(" done") and (n.startswith("start") or n.startswith("network"))]
-            end = s0.get("window", {}).get("measure_end", 0) / 1000 or r.ended
-            if back and s0.get("max_gap_start"):
-                # QPS after: from when events completed again (k6's own gap end), not from when
-                # `scripts/stack restart` returned (it waits until the server is ready and has
-                # its users, seconds after k6 is back)
-                back = [min(back[0], s0["max_gap_start"] / 1000 + s0["max_gap_s"])]
-            row.update({
-                "exit": r.returncode, "testid": r.testid,
-                "wall_s": round(r.ended - r.started, 1), "planned_s": planned,
-                "reconnects": sum(s.get("reconnects", 0) for s in st),
-                "errors": sum(s.get("errors", 0) for s in st),
-                "gap_s": round(max([s.get("max_gap_s", 0) for s in st] or [0]), 1),
-                "disturbed": [s["threads"] for s in st if s.get("max_gap_s", 0) >= 1],
-                "qps_before": k6_qps_between(sb, r.testid, t_fault - 3, t_fault) if r.testid else None,
-                "qps_after": k6_qps_between(sb, r.testid, back[0] + 1, end) if back and r.testid else 0.0,
-                "results_file": bool(r.summary),
-            })
-            row["_run"] = r
+            row.update(_k6_fault_figures(sb, target, workload, faults, port, at, seconds, threads, steps, tables,
+                                         table_size, k6_opts))
         else:
-            r = sb.sysbench_run(target, workload, threads, seconds, SYSBENCH_IGNORE[target], faults=faults,
-                                tables=tables, table_size=table_size, port=port)
-            iv = r.intervals()
-            t_fault = at
-            back = [t - r.started for t, n in r.events if n.endswith(" done") and (n.startswith("start") or n.startswith("network"))]
-            row.update({
-                "exit": r.returncode, "wall_s": round(r.ended - r.started, 1), "planned_s": planned,
-                "reconnects": r.reconnects(), "errors": r.errors(),
-                "gap_s": round(r.longest_gap(), 1) if iv else None,
-                "qps_before": _mean(q for s, q in iv if t_fault - 4 < s <= t_fault) if iv else None,
-                "qps_after": _mean(q for s, q in iv if back and back[0] + 2 < s <= seconds) if back else 0.0,
-                "last_report_s": iv[-1][0] if iv else 0,
-                "crash": r.returncode < 0 or r.returncode >= 128,
-                "tail": "\n".join(r.output.strip().splitlines()[-3:]),
-            })
-            row["_run"] = r
+            row.update(_sysbench_fault_figures(sb, target, workload, faults, port, at, seconds, threads, tables,
+                                               table_size))
+        row["planned_s"] = planned
     finally:
         sb.start(target)  # (when a fault left it down)
         if proxy:
             proxy.close()
             sb.proxies.remove(proxy)
     row["rows_intact"] = _rows_intact(sb, target, tables, table_size) if workload == "oltp_read_write" else None
-    ok = (row["exit"] == 0 and row["wall_s"] <= planned + (GRACE_S + connect_s(threads) + 3) * nsteps
-          and (kind == "stop" or (row["qps_after"] or 0) > 0) and row["rows_intact"] is not False)
-    row["verdict"] = "holds" if ok else "fails"
-    if ok and tool == "k6" and (row.get("gap_s") or 0) < min(down, seconds - at) - 1.5:
+    holds = (row["exit"] == 0 and row["wall_s"] <= planned + (GRACE_S + connect_s(threads) + 3) * nsteps
+             and (kind == "stop" or (row["qps_after"] or 0) > 0) and row["rows_intact"] is not False)
+    row["verdict"] = "holds" if holds else "fails"
+    if holds and tool == "k6" and (row.get("gap_s") or 0) < min(down, seconds - at) - 1.5:
         # the run held, but its results do not show how long no event completed
         row["verdict"] = "run holds; outage missing from max_gap_s"
     return row
