@@ -313,44 +313,57 @@ def figure_runs(target, a, threads):
                     total, qps = sysbench_queries(out)
                     r[n]["flq"].append(qps)
                     r[n]["flc"].append(cpu / total)
-        med = statistics.median
-        for n in threads:
-            x = r[n]
-            qr = [o / s for o, s in zip(x["ourq"], x["sbq"])]
-            pr = [o / s for o, s in zip(x["ourp"], x["sbp"]) if s]
-            cr = [o / s for o, s in zip(x["ourc"], x["sbc"])]
-            what, per = ("rows/s", "row") if bulk else ("QPS", "query")
-            print(f"runs: {target} {workload} {n} threads: {what} ours/sysbench {bk.fmt_spread(qr)} "
-                  f"(sysbench {med(x['sbq']):.0f}, ours {med(x['ourq']):.0f}); "
-                  f"p95 ours/sysbench {bk.fmt_spread(pr)} (sysbench {med(x['sbp']):.2f} ms, ours {med(x['ourp']):.2f} ms); "
-                  f"CPU/{per} ours/sysbench {bk.fmt_spread(cr)} (sysbench {med(x['sbc']) * 1e6:.1f} us, ours {med(x['ourc']) * 1e6:.1f} us); "
-                  f"targets {what} >= 1.0 {verdict(med(qr) >= 1.0)}, p95 within one bucket (<= {bk.SYSBENCH_BUCKET:.3f}) "
-                  f"{verdict(med(pr) <= bk.SYSBENCH_BUCKET) if pr else 'n/a'}", flush=True)
-            if floor:
-                fr = [o / f for o, f in zip(x["ourc"], x["flc"])]
-                fq = [f / s for f, s in zip(x["flq"], x["sbq"])]
-                print(f"floor: {target} {workload} {n} threads: k6 CPU/query / gofloor's {bk.fmt_spread(fr)} "
-                      f"(gofloor {med(x['flc']) * 1e6:.1f} us; target <= 1.2 {verdict(med(fr) <= 1.2)}); "
-                      f"gofloor QPS/sysbench {bk.fmt_spread(fq)}", flush=True)
-            else:
-                print(f"floor: {target} {workload} {n} threads: no gofloor figure (gofloor runs oltp_point_select only); "
-                      f"k6 CPU/query {med(x['ourc']) * 1e6:.1f} us, {med(cr):.2f}x sysbench's", flush=True)
+        print_runs(target, workload, threads, r, bulk, floor)
         if stmts is not None:
-            rows = bk.stmt_compare(stmts, sb_db, DB)
-            f = lambda v, d=3: "-" if v is None else f"{v:.{d}f}"  # noqa: E731
-            top = max((max(r[1], r[2]) for r in rows), default=0)
-            busy = [r for r in rows if max(r[1], r[2]) >= top / 100]  # the workload's own, not set-up queries
-            tot = lambda i, j: sum((r[i] or 0) * (r[j] or 0) for r in busy)  # noqa: E731
-            sn_all, on_all = sum(r[1] for r in busy), sum(r[2] for r in busy)
-            if busy and sn_all and on_all:
-                print(f"stmt: {target} {workload} all: execs sysbench {sn_all} ours {on_all}; server time per statement, "
-                      f"mean ms sysbench {tot(1, 3) / sn_all:.3f} ours {tot(2, 4) / on_all:.3f}; "
-                      f"plan-cache hits % sysbench {tot(1, 5) / sn_all:.1f} ours {tot(2, 6) / on_all:.1f}", flush=True)
-            for text, sn, on, sl, ol, sh, oh in busy[:12]:
-                print(f"stmt: {target} {workload}: execs sysbench {sn} ours {on}; avg ms sysbench {f(sl)} ours {f(ol)}; "
-                      f"plan-cache hits % sysbench {f(sh, 1)} ours {f(oh, 1)}; {text[:90]}", flush=True)
-            if not rows:
-                print(f"stmt: {target} {workload}: no statement summary rows (tidb_enable_stmt_summary off?)", flush=True)
+            print_statements(target, workload, stmts, sb_db)
+
+
+def print_runs(target, workload, threads, r, bulk, floor):
+    """figure_runs' lines of one workload: ours against sysbench (and gofloor), step by step."""
+    median = statistics.median
+    for n in threads:
+        x = r[n]
+        qr = [o / s for o, s in zip(x["ourq"], x["sbq"])]
+        pr = [o / s for o, s in zip(x["ourp"], x["sbp"]) if s]
+        cr = [o / s for o, s in zip(x["ourc"], x["sbc"])]
+        what, per = ("rows/s", "row") if bulk else ("QPS", "query")
+        print(f"runs: {target} {workload} {n} threads: {what} ours/sysbench {bk.fmt_spread(qr)} "
+              f"(sysbench {median(x['sbq']):.0f}, ours {median(x['ourq']):.0f}); "
+              f"p95 ours/sysbench {bk.fmt_spread(pr)} (sysbench {median(x['sbp']):.2f} ms, ours {median(x['ourp']):.2f} ms); "
+              f"CPU/{per} ours/sysbench {bk.fmt_spread(cr)} (sysbench {median(x['sbc']) * 1e6:.1f} us, ours {median(x['ourc']) * 1e6:.1f} us); "
+              f"targets {what} >= 1.0 {verdict(median(qr) >= 1.0)}, p95 within one bucket (<= {bk.SYSBENCH_BUCKET:.3f}) "
+              f"{verdict(median(pr) <= bk.SYSBENCH_BUCKET) if pr else 'n/a'}", flush=True)
+        if floor:
+            fr = [o / f for o, f in zip(x["ourc"], x["flc"])]
+            fq = [f / s for f, s in zip(x["flq"], x["sbq"])]
+            print(f"floor: {target} {workload} {n} threads: k6 CPU/query / gofloor's {bk.fmt_spread(fr)} "
+                  f"(gofloor {median(x['flc']) * 1e6:.1f} us; target <= 1.2 {verdict(median(fr) <= 1.2)}); "
+                  f"gofloor QPS/sysbench {bk.fmt_spread(fq)}", flush=True)
+        else:
+            print(f"floor: {target} {workload} {n} threads: no gofloor figure (gofloor runs oltp_point_select only); "
+                  f"k6 CPU/query {median(x['ourc']) * 1e6:.1f} us, {median(cr):.2f}x sysbench's", flush=True)
+
+
+def fixed(v, digits=3):
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def print_statements(target, workload, stmts, sb_db):
+    """figure_runs' lines of the TiDB statement summary: sysbench's statements against ours."""
+    rows = bk.stmt_compare(stmts, sb_db, DB)
+    top = max((max(r[1], r[2]) for r in rows), default=0)
+    busy = [r for r in rows if max(r[1], r[2]) >= top / 100]  # the workload's own, not set-up queries
+    tot = lambda i, j: sum((r[i] or 0) * (r[j] or 0) for r in busy)  # noqa: E731
+    sn_all, on_all = sum(r[1] for r in busy), sum(r[2] for r in busy)
+    if busy and sn_all and on_all:
+        print(f"stmt: {target} {workload} all: execs sysbench {sn_all} ours {on_all}; server time per statement, "
+              f"mean ms sysbench {tot(1, 3) / sn_all:.3f} ours {tot(2, 4) / on_all:.3f}; "
+              f"plan-cache hits % sysbench {tot(1, 5) / sn_all:.1f} ours {tot(2, 6) / on_all:.1f}", flush=True)
+    for text, sn, on, sl, ol, sh, oh in busy[:12]:
+        print(f"stmt: {target} {workload}: execs sysbench {sn} ours {on}; avg ms sysbench {fixed(sl)} ours {fixed(ol)}; "
+              f"plan-cache hits % sysbench {fixed(sh, 1)} ours {fixed(oh, 1)}; {text[:90]}", flush=True)
+    if not rows:
+        print(f"stmt: {target} {workload}: no statement summary rows (tidb_enable_stmt_summary off?)", flush=True)
 
 
 # ---------------------------------------------------------------- observability tax
