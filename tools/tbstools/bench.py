@@ -470,8 +470,7 @@ def soak(target, a):
 # ---------------------------------------------------------------- main
 
 
-def main():
-    global PIN, SBCFG, DB
+def parse_args():
     ap = argparse.ArgumentParser(prog="tools/bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--targets", default="mariadb,tidb")
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
@@ -497,7 +496,13 @@ def main():
     ap.add_argument("--db", default=DB, help="database of ours; sysbench's is <db>_sb (both made by prepare.js)")
     ap.add_argument("--k6-option", action="append", default=[], metavar="NAME=VALUE",
                     help="an option (k6/contract.json) for every oltp.js run of ours, e.g. threads_per_vu=1; repeatable")
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def checked_args():
+    """The arguments, each checked (a clear error naming the bad value and the valid ones)
+    -> (args, targets, figures, the target of the scale and setup figures)."""
+    a = parse_args()
     for kv in a.k6_option:
         name, eq, value = kv.partition("=")
         if not eq or name not in CONTRACT["options"]:
@@ -529,7 +534,6 @@ def main():
         sys.exit(f"error: --minutes {a.minutes:g} and --soak-interval {a.soak_interval:g} must be above 0")
     if not re.fullmatch(r"sbtest[A-Za-z0-9_]{0,40}", a.db):
         sys.exit(f"error: --db '{a.db}' must be sbtest followed by letters, digits or _ (the sbtest user owns sbtest*)")
-    DB = a.db
     scale_target = a.scale_target or targets[0]
     if scale_target not in PORTS:
         sys.exit(f"error: unknown --scale-target '{scale_target}' (valid: {', '.join(PORTS)})")
@@ -539,10 +543,10 @@ def main():
                  "apt-get install sysbench, or --figures tax")
     if (os.cpu_count() or 1) < 2 and not a.no_pin:
         sys.exit("error: pinning needs 2 cores (this machine has 1): use --no-pin")
-    PIN = None if a.no_pin else bk.Pinning(a.pin_db, a.pin_client)
-    pids = {t: server_pid(t) for t in set(targets) | {scale_target}}
-    bk.exit_on_signals()
+    return a, targets, figures, scale_target
 
+
+def print_setup(a):
     git = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     k6v = subprocess.run([str(ROOT / "bin/k6"), "version"], capture_output=True, text=True).stdout.split("\n")[0]
     print("command: tools/bench " + shlex.join(sys.argv[1:]), flush=True)
@@ -550,6 +554,16 @@ def main():
           f"{'no pinning' if a.no_pin else f'database threads on core {a.pin_db}, client on core {a.pin_client}'}, "
           f"k6 and gofloor GOMAXPROCS={go_env(dict(os.environ)).get('GOMAXPROCS', 'Go default')}, {k6v}, "
           f"load average {os.getloadavg()[0]:.2f}; tables {a.tables} x {a.table_size} rows", flush=True)
+
+
+def main():
+    global PIN, SBCFG, DB
+    a, targets, figures, scale_target = checked_args()
+    DB = a.db
+    PIN = None if a.no_pin else bk.Pinning(a.pin_db, a.pin_client)
+    pids = {t: server_pid(t) for t in set(targets) | {scale_target}}
+    bk.exit_on_signals()
+    print_setup(a)
     cond = bk.Conditions(list(pids.values()) + [int((STATE / "run/prometheus.pid").read_text().split()[0])]
                          if (STATE / "run/prometheus.pid").exists() else list(pids.values()))
     SBCFG = bk.SysbenchConfig(STATE, password())
@@ -561,22 +575,7 @@ def main():
             soak(targets[0], a)
             return
         for target in targets:
-            if "prepare" in figures:
-                sb, ours, ceiling = prepare(target, a.tables, a.prepare_table_size, 4, a.rounds)
-                print(f"prepare: {target} (rows/s, 4 threads): sysbench {sb:.0f} rows/s, ours {ours:.0f} rows/s, ratio {ours / sb:.2f}; "
-                      f"ceiling for a client that costs nothing: {ceiling:.0f} rows/s ({ceiling / sb:.2f}x sysbench)", flush=True)
-            resized = "prepare" in figures and a.prepare_table_size != a.table_size
-            make_tables(target, DB, a.tables, a.table_size, force=resized)
-            if "runs" in figures:
-                make_tables(target, DB + "_sb", a.tables, a.table_size)
-            if PIN:
-                PIN.pin_server(pids[target])
-            if "runs" in figures:
-                figure_runs(target, a, a.threads)
-            if "tax" in figures and target == targets[0]:
-                figure_tax(target, a, a.threads)
-            if PIN:
-                PIN.restore()
+            figures_of_target(target, targets, figures, pids, a)
         if "scale" in figures:
             make_tables(scale_target, DB, a.tables, a.table_size)
             make_tables(scale_target, DB + "_sb", a.tables, a.table_size)
@@ -595,6 +594,25 @@ def main():
         SBCFG.close()
         print(cond.summary(), flush=True)
 
+
+def figures_of_target(target, targets, figures, pids, a):
+    """The prepare, runs and tax figures of one target (the tables made and the server pinned first)."""
+    if "prepare" in figures:
+        sb, ours, ceiling = prepare(target, a.tables, a.prepare_table_size, 4, a.rounds)
+        print(f"prepare: {target} (rows/s, 4 threads): sysbench {sb:.0f} rows/s, ours {ours:.0f} rows/s, ratio {ours / sb:.2f}; "
+              f"ceiling for a client that costs nothing: {ceiling:.0f} rows/s ({ceiling / sb:.2f}x sysbench)", flush=True)
+    resized = "prepare" in figures and a.prepare_table_size != a.table_size
+    make_tables(target, DB, a.tables, a.table_size, force=resized)
+    if "runs" in figures:
+        make_tables(target, DB + "_sb", a.tables, a.table_size)
+    if PIN:
+        PIN.pin_server(pids[target])
+    if "runs" in figures:
+        figure_runs(target, a, a.threads)
+    if "tax" in figures and target == targets[0]:
+        figure_tax(target, a, a.threads)
+    if PIN:
+        PIN.restore()
 
 
 def instances_compare(argv):
