@@ -138,6 +138,40 @@ class RunResult:
         return next(t for t, n in self.events if n.startswith(name))
 
 
+class _K6Process:
+    """A k6 run of Stack.k6_run as its threads see it: the process, its output, the faults' events
+    and errors, the samples, when its first step starts (t0, an estimate until measured)."""
+
+    def __init__(self, proc):
+        self.proc = proc
+        self.lines, self.events, self.samples, self.errors = [], [], [], []
+        self.t0 = None
+        self.pid = None  # the k6 process itself (scripts/k6 runs it as a child)
+        self.testid_seen = threading.Event()
+
+    def read(self, connect_seconds):
+        for line in self.proc.stdout:
+            self.lines.append(line)
+            if self.t0 is None and "testid=" in line:
+                self.t0 = time.time() + connect_seconds
+                self.testid_seen.set()
+        self.testid_seen.set()
+
+    def testid(self):
+        m = re.search(r"testid=(\S+)", "".join(self.lines))
+        return m.group(1) if m else ""
+
+    def k6_pid(self):
+        if self.pid is None:
+            self.pid = k6_child(self.proc.pid)
+        return self.pid
+
+    def signal_action(self, t, sig, group=False):
+        """signal_at of k6_run: sig at t s, to k6 (or to its whole process group)."""
+        send = (lambda: os.killpg(self.proc.pid, sig)) if group else (lambda: os.kill(self.k6_pid() or self.proc.pid, sig))
+        return At(t, send, name=f"signal {signal.Signals(sig).name}")
+
+
 class Stack:
     """The running local stack (scripts/stack up --target both), driven by its own commands."""
 
@@ -304,94 +338,20 @@ class Stack:
             args += ["-e", f"{k}={v}"]
         args.append("oltp.js")
         e = dict(os.environ, **self.k6_env(target, port=port, prometheus=prometheus))
-        proc = subprocess.Popen(args, cwd=ROOT / "k6", env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, start_new_session=True)
-        lines, events, samples = [], [], []
-        t_start = threading.Event()
-        state = {"t0": None}
-
-        def read():
-            for line in proc.stdout:
-                lines.append(line)
-                if state["t0"] is None and "testid=" in line:
-                    state["t0"] = time.time() + connect_s(threads)
-                    t_start.set()
-            t_start.set()
-        reader = threading.Thread(target=read, daemon=True)
+        run = _K6Process(subprocess.Popen(args, cwd=ROOT / "k6", env=e, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True, start_new_session=True))
+        reader = threading.Thread(target=run.read, args=(connect_s(threads),), daemon=True)
         reader.start()
-        t_start.wait(timeout=120)
-        pid_box = {}
-
-        def k6_pid():
-            if "pid" not in pid_box:
-                pid_box["pid"] = k6_child(proc.pid)
-            return pid_box["pid"]
-        errors = []
-
-        def measure_start():
-            """The first step's measured window starts at the value of its measure_start marker,
-            which reaches Prometheus within a push interval; without Prometheus, an estimate."""
-            m = re.search(r"testid=(\S+)", "".join(lines))
-            if m and prometheus is True and self.pid("prometheus"):
-                q = f'max(last_over_time(k6_oltp_marker{{testid="{m.group(1)}",event="measure_start"}}[1m]))'
-                deadline = time.time() + 5
-                while time.time() < deadline and proc.poll() is None:
-                    try:
-                        v = self.prom_value(q)
-                    except (OSError, RuntimeError):
-                        v = None
-                    if v:
-                        return v / 1000
-                    time.sleep(0.2)
-            return state["t0"] + 1.0  # (measured: the step starts about 1 s after connect_s)
-
-        def fire():
-            if state["t0"] is not None:
-                state["t0"] = measure_start()
-            actions = list(faults)
-            if signal_at:
-                t, sig, group = (tuple(signal_at) + (False,))[:3]
-                send = (lambda: os.killpg(proc.pid, sig)) if group else (lambda: os.kill(k6_pid() or proc.pid, sig))
-                actions.append(At(t, send, name=f"signal {signal.Signals(sig).name}"))
-            for a in sorted(actions, key=lambda a: a.t):
-                if state["t0"] is None:
-                    return
-                delay = state["t0"] + a.t - time.time()
-                if delay > 0:
-                    time.sleep(delay)
-                if proc.poll() is not None:
-                    return
-                events.append((time.time(), a.name))
-                try:
-                    a.fn(*a.args)
-                except Exception as ex:  # noqa: BLE001 - reported with the result
-                    errors.append(f"{a.name}: {ex}")
-                events.append((time.time(), a.name + " done"))
-        firer = threading.Thread(target=fire, daemon=True)
+        run.testid_seen.wait(timeout=120)
+        actions = list(faults)
+        if signal_at:
+            actions.append(run.signal_action(*signal_at))
+        firer = threading.Thread(target=self._fire, args=(run, actions, prometheus), daemon=True)
         firer.start()
-
-        def sample():
-            # the k6 process is the one holding the connections to the database (found by ss)
-            pid = 0
-            db_port = port or self.ports[target]
-            while proc.poll() is None and not pid:
-                out = subprocess.run(["ss", "-tnpH", "state", "established"], capture_output=True, text=True).stdout
-                owners = re.findall(rf"\S+\s+{re.escape(HOST)}:{db_port}\s+users:\(\(\"k6\",pid=(\d+),", out)
-                pid = int(max(set(owners), key=owners.count)) if owners else 0
-                if not pid:
-                    time.sleep(0.5)
-            pid_box["pid"] = pid
-            while proc.poll() is None and pid:
-                row = {"t": time.time(), "k6_rss_kb": proc_rss_kb(pid), "k6_fds": proc_fds(pid),
-                       "k6_conns": tcp_connections(pid=pid)}
-                for name, spid in (sample_pids or {}).items():
-                    spid = spid() if callable(spid) else spid
-                    row[f"{name}_rss_kb"] = proc_rss_kb(spid)
-                    row[f"{name}_fds"] = proc_fds(spid)
-                samples.append(row)
-                time.sleep(sample_every)
         if sample_every:
-            threading.Thread(target=sample, daemon=True).start()
+            threading.Thread(target=self._sample, args=(run, port or self.ports[target], sample_every, sample_pids),
+                             daemon=True).start()
+        proc = run.proc
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -400,18 +360,73 @@ class Stack:
         ended = time.time()
         reader.join(timeout=10)
         firer.join(timeout=120)
-        out = "".join(lines)
-        m = re.search(r"testid=(\S+)", out)
-        testid = m.group(1) if m else ""
+        out = "".join(run.lines)
+        testid = run.testid()
         summary = {}
         if testid and (self.results / f"{testid}.json").exists():
             summary = json.loads((self.results / f"{testid}.json").read_text())
-        started = state["t0"] or ended
+        started = run.t0 or ended
         if summary.get("steps"):
             started = summary["steps"][0]["window"]["measure_start"] / 1000
-        if errors:
-            out += "\n[fault harness] " + "; ".join(errors)
-        return RunResult(proc.returncode, out, testid, summary, started, ended, events, samples, pid_box.get("pid", 0))
+        if run.errors:
+            out += "\n[fault harness] " + "; ".join(run.errors)
+        return RunResult(proc.returncode, out, testid, summary, started, ended, run.events, run.samples, run.pid or 0)
+
+    def _measure_start(self, run, prometheus):
+        """The first step's measured window starts at the value of its measure_start marker,
+        which reaches Prometheus within a push interval; without Prometheus, an estimate."""
+        testid = run.testid()
+        if testid and prometheus is True and self.pid("prometheus"):
+            q = f'max(last_over_time(k6_oltp_marker{{testid="{testid}",event="measure_start"}}[1m]))'
+            deadline = time.time() + 5
+            while time.time() < deadline and run.proc.poll() is None:
+                try:
+                    v = self.prom_value(q)
+                except (OSError, RuntimeError):
+                    v = None
+                if v:
+                    return v / 1000
+                time.sleep(0.2)
+        return run.t0 + 1.0  # (measured: the step starts about 1 s after connect_s)
+
+    def _fire(self, run, actions, prometheus):
+        """Each action at its time after the first step's measured window starts."""
+        if run.t0 is not None:
+            run.t0 = self._measure_start(run, prometheus)
+        for a in sorted(actions, key=lambda a: a.t):
+            if run.t0 is None:
+                return
+            delay = run.t0 + a.t - time.time()
+            if delay > 0:
+                time.sleep(delay)
+            if run.proc.poll() is not None:
+                return
+            run.events.append((time.time(), a.name))
+            try:
+                a.fn(*a.args)
+            except Exception as ex:  # noqa: BLE001 - reported with the result
+                run.errors.append(f"{a.name}: {ex}")
+            run.events.append((time.time(), a.name + " done"))
+
+    def _sample(self, run, db_port, every, sample_pids):
+        # the k6 process is the one holding the connections to the database (found by ss)
+        pid = 0
+        while run.proc.poll() is None and not pid:
+            out = subprocess.run(["ss", "-tnpH", "state", "established"], capture_output=True, text=True).stdout
+            owners = re.findall(rf"\S+\s+{re.escape(HOST)}:{db_port}\s+users:\(\(\"k6\",pid=(\d+),", out)
+            pid = int(max(set(owners), key=owners.count)) if owners else 0
+            if not pid:
+                time.sleep(0.5)
+        run.pid = pid
+        while run.proc.poll() is None and pid:
+            row = {"t": time.time(), "k6_rss_kb": proc_rss_kb(pid), "k6_fds": proc_fds(pid),
+                   "k6_conns": tcp_connections(pid=pid)}
+            for name, spid in (sample_pids or {}).items():
+                spid = spid() if callable(spid) else spid
+                row[f"{name}_rss_kb"] = proc_rss_kb(spid)
+                row[f"{name}_fds"] = proc_fds(spid)
+            run.samples.append(row)
+            time.sleep(every)
 
     # ------------------------------------------------------------------ sysbench 1.0.20, same target
     def sysbench_run(self, target, workload, threads, seconds, ignore_errors, faults=(), tables=2, table_size=2000,
