@@ -115,17 +115,25 @@ func (l *loop) write(q string, args ...any) error {
 	return nil
 }
 
+// simple makes the function of a part of one statement list (key): run gets the texts, the
+// event's table (drawn first, as sysbench.js does) and the part's count.
+func (l *loop) simple(s *LoopSpec, key string, run func(texts []string, t, n int) error) (func() error, error) {
+	texts, err := s.texts(key)
+	if err != nil {
+		return nil, err
+	}
+	n := s.Counts[key]
+	return func() error { return run(texts, l.table(s.Tables), n) }, nil
+}
+
+// id draws an id (or k) of the spec's tables: sysbench's default distribution over 1..table_size.
+func (l *loop) id(s *LoopSpec) int64 { return int64(l.r.def(1, s.TableSize)) }
+
 // part makes one part's function: sysbench.js's *Of functions, draw for draw.
 func (l *loop) part(s *LoopSpec, name string) (func() error, error) {
-	size, tables := s.TableSize, s.Tables
-	def := func() int64 { return int64(l.r.def(1, size)) }
+	def := func() int64 { return l.id(s) }
 	simple := func(key string, run func(texts []string, t, n int) error) (func() error, error) {
-		texts, err := s.texts(key)
-		if err != nil {
-			return nil, err
-		}
-		n := s.Counts[key]
-		return func() error { return run(texts, l.table(tables), n) }, nil
+		return l.simple(s, key, run)
 	}
 	switch name {
 	case "point_selects":
@@ -138,34 +146,7 @@ func (l *loop) part(s *LoopSpec, name string) (func() error, error) {
 			return nil
 		})
 	case "range_selects":
-		if !s.RangeSelects {
-			return func() error { return nil }, nil // no draws at all, as rangeSelectsOf
-		}
-		span := int64(s.RangeSize) - 1
-		var ranges []func() error
-		for _, key := range []string{"simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges"} {
-			f, err := simple(key, func(texts []string, t, n int) error {
-				for i := 0; i < n; i++ {
-					id := def()
-					if err := l.read(texts[t], id, id+span); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				return nil, err
-			}
-			ranges = append(ranges, f)
-		}
-		return func() error {
-			for _, f := range ranges {
-				if err := f(); err != nil {
-					return err
-				}
-			}
-			return nil
-		}, nil
+		return l.rangeSelects(s)
 	case "index_updates":
 		return simple(name, func(texts []string, t, n int) error {
 			for i := 0; i < n; i++ {
@@ -186,42 +167,11 @@ func (l *loop) part(s *LoopSpec, name string) (func() error, error) {
 			return nil
 		})
 	case "delete_inserts":
-		inserts, err := s.texts("inserts")
-		if err != nil {
-			return nil, err
-		}
-		n := s.Counts[name]
-		return simple("deletes", func(deletes []string, t, _ int) error {
-			for i := 0; i < n; i++ {
-				id, k := def(), def()
-				c, pad := l.r.String(s.CTemplate), l.r.String(s.PadTemplate)
-				if err := l.write(deletes[t], id); err != nil {
-					return err
-				}
-				if err := l.write(inserts[t], id, k, c, pad); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		return l.deleteInserts(s)
 	case "delete": // oltp_delete.lua's event: one DELETE of a random id
 		return simple("deletes", func(texts []string, t, _ int) error { return l.write(texts[t], def()) })
 	case "insert": // oltp_insert.lua's event: one INSERT as text (sysbench sends it unprepared)
-		if !s.AutoInc && s.Unique == nil {
-			return nil, fmt.Errorf("k6/x/tbs: loop: oltp_insert without auto_inc needs the run's unique()")
-		}
-		return func() error {
-			t := l.table(tables)
-			k := def()
-			c, pad := l.r.String(s.CTemplate), l.r.String(s.PadTemplate)
-			var id int64
-			if !s.AutoInc {
-				id = int64(s.Unique.Next()) - 2147483648
-			}
-			q := "INSERT INTO sbtest" + strconv.Itoa(t) + " (id, k, c, pad) VALUES (" + strconv.FormatInt(id, 10) + ", " +
-				strconv.FormatInt(k, 10) + ", '" + c + "', '" + pad + "')"
-			return l.write(q)
-		}, nil
+		return l.insert(s)
 	case "random_points": // select_random_points.lua's event: one SELECT ... WHERE k IN (points)
 		args := make([]any, s.RandomPoints)
 		return func() error {
@@ -242,6 +192,82 @@ func (l *loop) part(s *LoopSpec, name string) (func() error, error) {
 		}, nil
 	}
 	return nil, fmt.Errorf("k6/x/tbs: loop: part %q is not one the native loop runs", name)
+}
+
+// rangeSelects is the range_selects part: the four range statements of rangeSelectsOf in turn.
+func (l *loop) rangeSelects(s *LoopSpec) (func() error, error) {
+	def := func() int64 { return l.id(s) }
+	if !s.RangeSelects {
+		return func() error { return nil }, nil // no draws at all, as rangeSelectsOf
+	}
+	span := int64(s.RangeSize) - 1
+	var ranges []func() error
+	for _, key := range []string{"simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges"} {
+		f, err := l.simple(s, key, func(texts []string, t, n int) error {
+			for i := 0; i < n; i++ {
+				id := def()
+				if err := l.read(texts[t], id, id+span); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		ranges = append(ranges, f)
+	}
+	return func() error {
+		for _, f := range ranges {
+			if err := f(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
+}
+
+// deleteInserts is the delete_inserts part: a DELETE then an INSERT of the same id, count times.
+func (l *loop) deleteInserts(s *LoopSpec) (func() error, error) {
+	def := func() int64 { return l.id(s) }
+	inserts, err := s.texts("inserts")
+	if err != nil {
+		return nil, err
+	}
+	n := s.Counts["delete_inserts"]
+	return l.simple(s, "deletes", func(deletes []string, t, _ int) error {
+		for i := 0; i < n; i++ {
+			id, k := def(), def()
+			c, pad := l.r.String(s.CTemplate), l.r.String(s.PadTemplate)
+			if err := l.write(deletes[t], id); err != nil {
+				return err
+			}
+			if err := l.write(inserts[t], id, k, c, pad); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// insert is oltp_insert.lua's event: one INSERT as text (sysbench sends it unprepared).
+func (l *loop) insert(s *LoopSpec) (func() error, error) {
+	def := func() int64 { return l.id(s) }
+	if !s.AutoInc && s.Unique == nil {
+		return nil, fmt.Errorf("k6/x/tbs: loop: oltp_insert without auto_inc needs the run's unique()")
+	}
+	return func() error {
+		t := l.table(s.Tables)
+		k := def()
+		c, pad := l.r.String(s.CTemplate), l.r.String(s.PadTemplate)
+		var id int64
+		if !s.AutoInc {
+			id = int64(s.Unique.Next()) - 2147483648
+		}
+		q := "INSERT INTO sbtest" + strconv.Itoa(t) + " (id, k, c, pad) VALUES (" + strconv.FormatInt(id, 10) + ", " +
+			strconv.FormatInt(k, 10) + ", '" + c + "', '" + pad + "')"
+		return l.write(q)
+	}, nil
 }
 
 // event runs one event: sysbench.js's bound event (inTrx around the parts).
