@@ -202,109 +202,44 @@ func (o *runOpts) instances(self string, p *Plan, r *runArgs, env map[string]str
 	ids := strings.Trim(fmt.Sprint(p.IDs), "[]")
 	o.say("testid=%s split over %d instance(s) (running %s here), start_at=%d (%d s from now)",
 		p.TestID, p.N, ids, p.StartAt, (p.StartAt-time.Now().UnixMilli())/1000)
-	var shared io.Writer = io.Discard
-	var mu sync.Mutex
+	f := &fleet{shared: io.Discard, running: map[*instance]bool{}, results: make(chan instanceExit, len(p.IDs))}
 	if o.log != "" {
 		if fh, err := os.OpenFile(o.log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil { //nolint:gosec // logs
 			defer func() { _ = fh.Close() }()
-			shared = fh
+			f.shared = fh
 		}
 	}
-	type proc struct {
-		id   int
-		cmd  *exec.Cmd
-		done chan struct{}
-	}
-	var procs []*proc
-	running := map[*proc]bool{}
-	stop := forward(func(os.Signal) {
-		mu.Lock()
-		defer mu.Unlock()
-		for q := range running {
-			_ = q.cmd.Process.Signal(syscall.SIGINT)
-		}
-	})
+	stop := forward(func(os.Signal) { f.interrupt() })
 	defer stop()
-	type result struct {
-		q  *proc
-		rc int
-		at int64
-	}
-	results := make(chan result, len(p.IDs))
+	started := 0
 	for _, i := range p.IDs {
-		logf := p.instanceFile(i, ".log")
-		fh, err := os.Create(logf) //nolint:gosec // results folder
-		if err != nil {
-			return err
-		}
 		cmd := exec.Command(self, p.args(i, r.k6)...) //nolint:gosec // our own k6
 		cmd.Env = environList(env)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		pr, pw := io.Pipe()
-		cmd.Stdout, cmd.Stderr = pw, pw
-		q := &proc{id: i, cmd: cmd, done: make(chan struct{})}
-		go func(i int) {
-			defer close(q.done)
-			defer func() { _ = fh.Close() }()
-			sc := bufio.NewScanner(pr)
-			sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
-			for sc.Scan() {
-				line := sc.Text()
-				_, _ = fmt.Fprintln(fh, line)
-				mu.Lock()
-				_, _ = fmt.Fprintf(os.Stdout, "[k6 %d] %s\n", i, line)
-				_, _ = fmt.Fprintf(shared, "[k6 %d] %s\n", i, line)
-				mu.Unlock()
-			}
-			_, _ = io.Copy(io.Discard, pr)
-		}(i)
-		mu.Lock()
-		err = cmd.Start()
-		if err == nil {
-			running[q] = true
-		}
-		mu.Unlock()
+		pid, err := f.start(i, cmd, p.instanceFile(i, ".log"), p.instanceFile(i, ".pid"))
 		if err != nil {
 			return err
 		}
-		procs = append(procs, q)
-		pidf := p.instanceFile(i, ".pid")
-		pidf = filepath.Join(filepath.Dir(pidf), "."+filepath.Base(pidf))
-		_ = os.WriteFile(pidf, []byte(fmt.Sprintf("%d\n", cmd.Process.Pid)), 0o644) //nolint:gosec // a pid
-		o.say("instance %d (%s) pid %d, output in %s", i, Segment(i, p.N), cmd.Process.Pid, logf)
-		go func(q *proc, pw *io.PipeWriter, pidf string) {
-			err := cmd.Wait()
-			at := time.Now().UnixMilli()
-			_ = pw.Close()
-			<-q.done
-			_ = os.Remove(pidf)
-			rc := 0
-			if err != nil {
-				var ee *exec.ExitError
-				if errors.As(err, &ee) {
-					rc = statusOf(ee.ProcessState)
-				} else {
-					rc = 1
-				}
-			}
-			mu.Lock()
-			delete(running, q)
-			mu.Unlock()
-			results <- result{q, rc, at}
-		}(q, pw, pidf)
+		started++
+		o.say("instance %d (%s) pid %d, output in %s", i, Segment(i, p.N), pid, p.instanceFile(i, ".log"))
 	}
 	failed := 0
 	var exits []string
-	for range procs {
-		res := <-results
-		exits = append(exits, "--exit", fmt.Sprintf("%d=%d@%d", res.q.id, res.rc, res.at))
+	for ; started > 0; started-- {
+		res := <-f.results
+		exits = append(exits, "--exit", fmt.Sprintf("%d=%d@%d", res.id, res.rc, res.at))
 		if res.rc != 0 {
-			o.say("instance %d exited with status %d (output: %s)", res.q.id, res.rc, p.instanceFile(res.q.id, ".log"))
+			o.say("instance %d exited with status %d (output: %s)", res.id, res.rc, p.instanceFile(res.id, ".log"))
 			if failed == 0 {
 				failed = res.rc
 			}
 		}
 	}
+	return o.mergeInstances(p, ids, exits, failed)
+}
+
+// mergeInstances hands the instances' exits to `MERGE merge`, or, for a partial plan (or no
+// merge command), says how to merge on one host. The first failed instance's status wins.
+func (o *runOpts) mergeInstances(p *Plan, ids string, exits []string, failed int) error {
 	if p.Partial || o.merge == "" {
 		o.say("instance(s) %s of %s done; copy %s of every host into one results/ folder and run: scripts/k6 merge %s",
 			ids, p.TestID, filepath.Join(p.Results, p.TestID+".instance-*.json"), p.TestID)
@@ -321,4 +256,98 @@ func (o *runOpts) instances(self string, p *Plan, r *runArgs, env map[string]str
 		return exitError{failed}
 	}
 	return merr
+}
+
+// fleet is the processes of instances: the shared log, the running ones (INT/TERM goes to
+// them), and each one's exit as it ends.
+type fleet struct {
+	mu      sync.Mutex
+	shared  io.Writer
+	running map[*instance]bool
+	results chan instanceExit
+}
+
+type instance struct {
+	id   int
+	cmd  *exec.Cmd
+	done chan struct{} // closed when its output is all copied
+}
+
+type instanceExit struct {
+	id int
+	rc int
+	at int64 // epoch ms
+}
+
+func (f *fleet) interrupt() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for q := range f.running {
+		_ = q.cmd.Process.Signal(syscall.SIGINT)
+	}
+}
+
+// start runs instance i's cmd in a process group of its own, its output copied to logf and,
+// prefixed, to stdout and the shared log; a pid file (.<name of pidf>) while it runs. Its
+// exit goes to f.results.
+func (f *fleet) start(i int, cmd *exec.Cmd, logf, pidf string) (int, error) {
+	fh, err := os.Create(logf) //nolint:gosec // results folder
+	if err != nil {
+		return 0, err
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	q := &instance{id: i, cmd: cmd, done: make(chan struct{})}
+	go f.copyOutput(q, pr, fh)
+	f.mu.Lock()
+	err = cmd.Start()
+	if err == nil {
+		f.running[q] = true
+	}
+	f.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	pidf = filepath.Join(filepath.Dir(pidf), "."+filepath.Base(pidf))
+	_ = os.WriteFile(pidf, []byte(fmt.Sprintf("%d\n", cmd.Process.Pid)), 0o644) //nolint:gosec // a pid
+	go f.wait(q, pw, pidf)
+	return cmd.Process.Pid, nil
+}
+
+func (f *fleet) copyOutput(q *instance, pr *io.PipeReader, fh *os.File) {
+	defer close(q.done)
+	defer func() { _ = fh.Close() }()
+	sc := bufio.NewScanner(pr)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		_, _ = fmt.Fprintln(fh, line)
+		f.mu.Lock()
+		_, _ = fmt.Fprintf(os.Stdout, "[k6 %d] %s\n", q.id, line)
+		_, _ = fmt.Fprintf(f.shared, "[k6 %d] %s\n", q.id, line)
+		f.mu.Unlock()
+	}
+	_, _ = io.Copy(io.Discard, pr)
+}
+
+func (f *fleet) wait(q *instance, pw *io.PipeWriter, pidf string) {
+	err := q.cmd.Wait()
+	at := time.Now().UnixMilli()
+	_ = pw.Close()
+	<-q.done
+	_ = os.Remove(pidf)
+	rc := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			rc = statusOf(ee.ProcessState)
+		} else {
+			rc = 1
+		}
+	}
+	f.mu.Lock()
+	delete(f.running, q)
+	f.mu.Unlock()
+	f.results <- instanceExit{q.id, rc, at}
 }

@@ -81,31 +81,8 @@ func plan(r *runArgs, env map[string]string, flag string, startIn time.Duration,
 			flag, r.instances, flag))
 	}
 	n, _ := strconv.Atoi(r.instances)
-	for i, a := range r.k6 {
-		if strings.HasPrefix(a, "--execution-segment") || strings.HasPrefix(a, "--segment") {
-			return nil, badInput(fmt.Sprintf("%s: %s sets the execution segments itself; leave out %s", a, flag, a))
-		}
-		tag := ""
-		if (a == "--tag" || a == "-t") && i+1 < len(r.k6) {
-			tag = r.k6[i+1]
-		} else if strings.HasPrefix(a, "--tag=") {
-			tag = a[len("--tag="):]
-		}
-		for _, kv := range strings.Split(tag, ",") {
-			if strings.HasPrefix(kv, "instance_id=") {
-				return nil, badInput(fmt.Sprintf("--tag %s: %s tags each process with instance_id itself", tag, flag))
-			}
-		}
-	}
-	switch {
-	case strings.HasSuffix(r.script, "prepare.js"):
-		return nil, badInput(flag + " splits a run of k6/oltp.js; k6/prepare.js loads the tables once: run it without " + flag)
-	case !r.isRun():
-		script := r.script
-		if script == "" {
-			script = "nothing"
-		}
-		return nil, badInput(fmt.Sprintf("%s splits a run of k6/oltp.js (the script must come last; got '%s')", flag, script))
+	if err := checkSplitArgs(r, flag); err != nil {
+		return nil, err
 	}
 	c, err := loadContract(r.script)
 	if err != nil {
@@ -118,26 +95,8 @@ func plan(r *runArgs, env map[string]string, flag string, startIn time.Duration,
 		Results: r.option(env, "results_dir", c.defaultOf("results_dir"))}
 	p.TestID = r.option(env, "testid", "")
 	start := r.option(env, "start_at", "")
-	if r.instance != "" {
-		if !listRE.MatchString(r.instance) {
-			return nil, badInput(fmt.Sprintf("--instance '%s': instance numbers 0..%d, comma-separated", r.instance, n-1))
-		}
-		for _, s := range strings.Split(r.instance, ",") {
-			i, _ := strconv.Atoi(s)
-			if i >= n {
-				return nil, badInput(fmt.Sprintf("--instance %d: instances of %s %d are 0..%d", i, flag, n, n-1))
-			}
-			p.IDs = append(p.IDs, i)
-		}
-		if p.TestID == "" || start == "" {
-			return nil, badInput("--instance runs part of a split run: give every host the same -e testid=... and " +
-				"-e start_at=<epoch ms> (e.g. start_at=$(( ($(date +%s) + 60) * 1000 )))")
-		}
-		p.Partial = true
-	} else {
-		for i := 0; i < n; i++ {
-			p.IDs = append(p.IDs, i)
-		}
+	if p.IDs, p.Partial, err = instanceIDs(r, n, flag, p.TestID, start); err != nil {
+		return nil, err
 	}
 	if p.TestID == "" {
 		p.TestID = NewTestID(now)
@@ -145,20 +104,87 @@ func plan(r *runArgs, env map[string]string, flag string, startIn time.Duration,
 	if err := c.checkTestID(p.TestID); err != nil {
 		return nil, err
 	}
+	if p.StartAt, err = startAt(start, startIn, now); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// checkSplitArgs refuses the k6 arguments a split run sets itself (segments, instance_id) and
+// any script but k6/oltp.js.
+func checkSplitArgs(r *runArgs, flag string) error {
+	for i, a := range r.k6 {
+		if strings.HasPrefix(a, "--execution-segment") || strings.HasPrefix(a, "--segment") {
+			return badInput(fmt.Sprintf("%s: %s sets the execution segments itself; leave out %s", a, flag, a))
+		}
+		tag := ""
+		if (a == "--tag" || a == "-t") && i+1 < len(r.k6) {
+			tag = r.k6[i+1]
+		} else if strings.HasPrefix(a, "--tag=") {
+			tag = a[len("--tag="):]
+		}
+		for _, kv := range strings.Split(tag, ",") {
+			if strings.HasPrefix(kv, "instance_id=") {
+				return badInput(fmt.Sprintf("--tag %s: %s tags each process with instance_id itself", tag, flag))
+			}
+		}
+	}
+	switch {
+	case strings.HasSuffix(r.script, "prepare.js"):
+		return badInput(flag + " splits a run of k6/oltp.js; k6/prepare.js loads the tables once: run it without " + flag)
+	case !r.isRun():
+		script := r.script
+		if script == "" {
+			script = "nothing"
+		}
+		return badInput(fmt.Sprintf("%s splits a run of k6/oltp.js (the script must come last; got '%s')", flag, script))
+	}
+	return nil
+}
+
+// instanceIDs: the instances this host runs (--instance, a partial run: testid and start_at
+// given to every host; else all n) -> (ids, partial).
+func instanceIDs(r *runArgs, n int, flag, testid, start string) ([]int, bool, error) {
+	var out []int
+	if r.instance != "" {
+		if !listRE.MatchString(r.instance) {
+			return nil, false, badInput(fmt.Sprintf("--instance '%s': instance numbers 0..%d, comma-separated", r.instance, n-1))
+		}
+		for _, s := range strings.Split(r.instance, ",") {
+			i, _ := strconv.Atoi(s)
+			if i >= n {
+				return nil, false, badInput(fmt.Sprintf("--instance %d: instances of %s %d are 0..%d", i, flag, n, n-1))
+			}
+			out = append(out, i)
+		}
+		if testid == "" || start == "" {
+			return nil, false, badInput("--instance runs part of a split run: give every host the same -e testid=... and " +
+				"-e start_at=<epoch ms> (e.g. start_at=$(( ($(date +%s) + 60) * 1000 )))")
+		}
+		return out, true, nil
+	}
+	for i := 0; i < n; i++ {
+		out = append(out, i)
+	}
+	return out, false, nil
+}
+
+// startAt: option start_at (epoch ms; a time past warns), else startIn from now.
+func startAt(start string, startIn time.Duration, now time.Time) (int64, error) {
 	nowMS := now.UnixMilli()
 	switch {
 	case start == "":
-		p.StartAt = nowMS + startIn.Milliseconds()
+		return nowMS + startIn.Milliseconds(), nil
 	case !startRE.MatchString(start):
-		return nil, badInput(fmt.Sprintf("start_at=%s: a time in epoch milliseconds (13 digits), e.g. $(( ($(date +%%s) + 60) * 1000 ))", start))
+		return 0, badInput(fmt.Sprintf("start_at=%s: a time in epoch milliseconds (13 digits), e.g. $(( ($(date +%%s) + 60) * 1000 ))", start))
 	default:
-		p.StartAt, _ = strconv.ParseInt(start, 10, 64)
-		if p.StartAt < nowMS {
+		at, _ := strconv.ParseInt(start, 10, 64)
+		if at < nowMS {
 			fmt.Fprintf(os.Stderr, "tbs: warning: start_at=%s is %d s in the past: this host starts at once\n",
-				start, (nowMS-p.StartAt)/1000)
+				start, (nowMS-at)/1000)
 		}
+		return at, nil
 	}
-	return p, nil
 }
 
 // checkFree: no instance file of this testid exists yet (a testid names one run).
