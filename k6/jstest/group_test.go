@@ -128,52 +128,14 @@ func TestGroupThreadsSendWhatLoneThreadsSend(t *testing.T) {
 					if len(got) < events {
 						t.Fatalf("thread %d sent %d statements in %d events", i, len(got), events)
 					}
-					// the same thread alone: one event at a time until it has sent as many
-					lh := New(t, "")
-					lone := startGroup(t, lh, env, []string{lh.Host}, streams[i:i+1])
-					lh.Server.take()
-					setup(i, lh.Server)
-					var want []Stmt
-					for e := 0; len(want) < len(got) && e < 1000000; e++ {
-						lone.call(t, lone.one)
-						want = append(want, lh.Server.take()...)
-					}
-					if !reflect.DeepEqual(got, want[:len(got)]) {
-						for j := range got {
-							if !reflect.DeepEqual(got[j], want[j]) {
-								t.Fatalf("thread %d statement %d: in the group %v, alone %v", i, j+1, got[j], want[j])
-							}
-						}
-					}
+					sameAsAlone(t, i, got, env, streams[i:i+1], func(s *server) { setup(i, s) })
 					for _, st := range got {
 						if st.Kind != "prepare" {
 							sent++
 						}
 					}
 				}
-				var samples []struct {
-					Metric string
-					Value  float64
-					Tags   map[string]string
-				}
-				v, _ := g.samples(sobek.Undefined())
-				if err := json.Unmarshal([]byte(v.String()), &samples); err != nil {
-					t.Fatal(err)
-				}
-				queries, errs, reconnects := 0.0, 0.0, 0.0
-				for _, s := range samples {
-					switch s.Metric {
-					case "oltp_queries":
-						queries += s.Value
-					case "oltp_errors":
-						errs += s.Value
-						if s.Tags["code"] != "1213" || s.Tags["ignored"] != "true" {
-							t.Errorf("an error sample %v, want only the ignored 1213", s)
-						}
-					case "oltp_reconnects":
-						reconnects += s.Value
-					}
-				}
+				queries, errs, reconnects := groupCounts(t, g)
 				if !failing {
 					// every statement sent is one query counted, by one thread's flush
 					if queries != float64(sent) || errs != 0 || reconnects != 0 {
@@ -191,4 +153,55 @@ func TestGroupThreadsSendWhatLoneThreadsSend(t *testing.T) {
 			})
 		}
 	}
+}
+
+// sameAsAlone: thread i of a group sent what the same thread alone sends (one event at a time
+// until it has sent as many statements).
+func sameAsAlone(t *testing.T, i int, got []Stmt, env map[string]string, stream []int, setup func(*server)) {
+	t.Helper()
+	lh := New(t, "")
+	lone := startGroup(t, lh, env, []string{lh.Host}, stream)
+	lh.Server.take()
+	setup(lh.Server)
+	var want []Stmt
+	for e := 0; len(want) < len(got) && e < 1000000; e++ {
+		lone.call(t, lone.one)
+		want = append(want, lh.Server.take()...)
+	}
+	if !reflect.DeepEqual(got, want[:len(got)]) {
+		for j := range got {
+			if !reflect.DeepEqual(got[j], want[j]) {
+				t.Fatalf("thread %d statement %d: in the group %v, alone %v", i, j+1, got[j], want[j])
+			}
+		}
+	}
+}
+
+// groupCounts: the queries, errors and reconnects the group's samples count (an error other
+// than the ignored deadlock 1213 fails the test).
+func groupCounts(t *testing.T, g *groupRun) (queries, errs, reconnects float64) {
+	t.Helper()
+	var samples []struct {
+		Metric string
+		Value  float64
+		Tags   map[string]string
+	}
+	v, _ := g.samples(sobek.Undefined())
+	if err := json.Unmarshal([]byte(v.String()), &samples); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range samples {
+		switch s.Metric {
+		case "oltp_queries":
+			queries += s.Value
+		case "oltp_errors":
+			errs += s.Value
+			if s.Tags["code"] != "1213" || s.Tags["ignored"] != "true" {
+				t.Errorf("an error sample %v, want only the ignored 1213", s)
+			}
+		case "oltp_reconnects":
+			reconnects += s.Value
+		}
+	}
+	return queries, errs, reconnects
 }

@@ -198,42 +198,60 @@ func (m *model) part(t testing.TB, p string) []Stmt {
 		}
 		out = append(out, exec(fmt.Sprintf("INSERT INTO sbtest%d (id, k, c, pad) VALUES (%d, %d, '%s', '%s')", tn, i, k, c, pad)))
 	case "random_points": // select_random_points.lua
-		lo, hi := m.slice()
-		var args []any
-		for i := int64(0); i < m.opt("random_points"); i++ {
-			args = append(args, m.r.Default(lo, hi))
-		}
-		q := "SELECT id, k, c, pad FROM sbtest1 WHERE k IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(args)), ", ") + ")"
-		out = append(out, exec(q, args...))
+		out = append(out, m.randomPoints())
 	case "random_ranges": // select_random_ranges.lua
-		lo, hi := m.slice()
-		var args []any
-		var conds []string
-		for i := int64(0); i < m.opt("number_of_ranges"); i++ {
-			v := m.r.Default(lo, hi)
-			args = append(args, v, v+m.opt("delta"))
-			conds = append(conds, "k BETWEEN ? AND ?")
-		}
-		out = append(out, exec("SELECT count(k) FROM sbtest1 WHERE "+strings.Join(conds, " OR "), args...))
+		out = append(out, m.randomRanges())
 	case "bulk_insert": // bulk_insert.lua: con:bulk_insert_next(row), until thread_done (bulkFlush)
-		m.cursize++
-		row := fmt.Sprintf("(%d,%d)", m.cursize, m.cursize)
-		// db_driver.c db_bulk_insert_next(): the statement goes first when the row, its comma
-		// and the terminating NUL would not fit in the 512 KiB buffer
-		comma := func() int {
-			if len(m.bulkRows) > 0 {
-				return 1
-			}
-			return 0
-		}
-		if m.bulkLen()+len(row)+1+comma() > bulkBuffer {
-			out = append(out, m.bulkFlush()...)
-		}
-		m.bulkBytes += comma() + len(row)
-		m.bulkRows = append(m.bulkRows, row)
+		out = append(out, m.bulkInsertNext()...)
 	default:
 		t.Fatalf("the model of sysbench has no part %q: model it in k6/jstest/model_test.go", p)
 	}
+	return out
+}
+
+// randomPoints is select_random_points.lua's event.
+func (m *model) randomPoints() Stmt {
+	lo, hi := m.slice()
+	var args []any
+	for i := int64(0); i < m.opt("random_points"); i++ {
+		args = append(args, m.r.Default(lo, hi))
+	}
+	q := "SELECT id, k, c, pad FROM sbtest1 WHERE k IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(args)), ", ") + ")"
+	return exec(q, args...)
+}
+
+// randomRanges is select_random_ranges.lua's event.
+func (m *model) randomRanges() Stmt {
+	lo, hi := m.slice()
+	var args []any
+	var conds []string
+	for i := int64(0); i < m.opt("number_of_ranges"); i++ {
+		v := m.r.Default(lo, hi)
+		args = append(args, v, v+m.opt("delta"))
+		conds = append(conds, "k BETWEEN ? AND ?")
+	}
+	return exec("SELECT count(k) FROM sbtest1 WHERE "+strings.Join(conds, " OR "), args...)
+}
+
+// bulkInsertNext is bulk_insert.lua's con:bulk_insert_next(row): the statements it sends (none
+// until the buffer is full).
+func (m *model) bulkInsertNext() []Stmt {
+	var out []Stmt
+	m.cursize++
+	row := fmt.Sprintf("(%d,%d)", m.cursize, m.cursize)
+	// db_driver.c db_bulk_insert_next(): the statement goes first when the row, its comma
+	// and the terminating NUL would not fit in the 512 KiB buffer
+	comma := func() int {
+		if len(m.bulkRows) > 0 {
+			return 1
+		}
+		return 0
+	}
+	if m.bulkLen()+len(row)+1+comma() > bulkBuffer {
+		out = append(out, m.bulkFlush()...)
+	}
+	m.bulkBytes += comma() + len(row)
+	m.bulkRows = append(m.bulkRows, row)
 	return out
 }
 

@@ -12,10 +12,9 @@ import (
 	"testing"
 )
 
-func TestSummaryFiguresAndFile(t *testing.T) {
-	h := New(t, "")
-	testid := fmt.Sprintf("jstest-summary-%s", h.Host) // the histograms are process-wide: a name of its own
-	h.Files["jstest_summary.js"] = `
+// summaryDriverJS: summarize() of a run of steps t4 and t8 over made-up end-of-test data, with
+// t4's histogram filled with 100 events of 1..100 ms.
+const summaryDriverJS = `
 import { parseOptions } from './lib/config.js';
 import { summarize, histName } from './lib/summary.js';
 import tbs from 'k6/x/tbs';
@@ -41,6 +40,11 @@ export function run(testid) {
   };
   return { files: summarize(data, o, tbs), runStart };
 }`
+
+func TestSummaryFiguresAndFile(t *testing.T) {
+	h := New(t, "")
+	testid := fmt.Sprintf("jstest-summary-%s", h.Host) // the histograms are process-wide: a name of its own
+	h.Files["jstest_summary.js"] = summaryDriverJS
 	ns := h.Import("jstest_summary.js")
 	res := h.MustCall(ns, "run", testid).Export().(map[string]any)
 	files, runStart := res["files"].(map[string]any), toFloat(res["runStart"])

@@ -129,6 +129,15 @@ func TestIndexDtsIsTheGoModule(t *testing.T) {
 		"Unique": reflect.TypeOf(&Unique{}), "Counter": reflect.TypeOf(&Counter{}), "Barrier": reflect.TypeOf(&BarrierHandle{}),
 		"Tally": reflect.TypeOf(&TallyHandle{}),
 	}
+	checkMethods(t, dts, reflected)
+	m := checkNativeKeys(t, dts)
+	checkDataShapes(t, dts, m)
+}
+
+// checkMethods: each reflected object's methods are its interface's, with as many parameters
+// and the interface each returns.
+func checkMethods(t *testing.T, dts map[string]map[string]dtsMember, reflected map[string]reflect.Type) {
+	t.Helper()
 	ifaceOf := map[reflect.Type]string{}
 	for name, typ := range reflected {
 		ifaceOf[typ] = name
@@ -175,8 +184,12 @@ func TestIndexDtsIsTheGoModule(t *testing.T) {
 		sort.Strings(names)
 		sameNames(t, iface, names, sortedKeys(decl))
 	}
+}
 
-	// the native objects: their keys
+// checkNativeKeys: the keys of the native objects (execer, rand, loop, group) are their
+// interfaces' -> the module they were made by.
+func checkNativeKeys(t *testing.T, dts map[string]map[string]dtsMember) *Module {
+	t.Helper()
 	rt := sobek.New()
 	rt.SetFieldNameMapper(common.FieldNameMapper{})
 	m := &Module{r: newRoot(), vu: fakeVU{rt: rt}}
@@ -204,7 +217,12 @@ func TestIndexDtsIsTheGoModule(t *testing.T) {
 		sameNames(t, iface, keys, sortedKeys(dts[iface]))
 	}
 
-	// the data shapes
+	return m
+}
+
+// checkDataShapes: the data the module hands JavaScript has its interface's fields.
+func checkDataShapes(t *testing.T, dts map[string]map[string]dtsMember, m *Module) {
+	t.Helper()
 	snap := sortedKeys(newHistogram().Snapshot())
 	sameNames(t, "HistogramSnapshot", snap, sortedKeys(dts["HistogramSnapshot"]))
 	spec := sortedKeys(m.LatencyHistogram())
