@@ -780,7 +780,7 @@ function stepScenarios(o2, fn = "default") {
   let offset = 0;
   for (const n of o2.threads) {
     const len = connectSeconds(o2, n) + o2.warmup_time + o2.time;
-    scenarios[`t${n}`] = {
+    scenarios[stepName(n)] = {
       executor: "constant-vus",
       exec: fn,
       vus: stepVus(o2, n),
@@ -792,6 +792,14 @@ function stepScenarios(o2, fn = "default") {
     offset += len + o2.grace_time;
   }
   return scenarios;
+}
+function stepName(threads) {
+  return `t${threads}`;
+}
+function stepThreads(o2, name) {
+  const threads = o2.threads.find((n) => stepName(n) === name);
+  if (threads === void 0) throw new OptionError(`internal: scenario ${name} is no thread step of threads=${o2.threads}`);
+  return threads;
 }
 function stepWindows(o2) {
   let offset = 0;
@@ -812,6 +820,9 @@ function stepThresholds(o2) {
     for (const k of ["read", "write", "other"]) th[`oltp_queries{${sel},kind:${k}}`] = [];
   }
   return th;
+}
+function queueName(testid2, threads) {
+  return histName(testid2, threads, "queue");
 }
 function histName(testid2, threads, kind = "") {
   return `${testid2}/t${threads}${kind ? `/${kind}` : ""}`;
@@ -1292,7 +1303,7 @@ function stepFigures(data, o2, tbs11, endedAt) {
       const rsnap = rh.snapshot();
       s.response_latency_ms = latencyFigures(rh, rsnap, o2);
       s.response_histogram = histogramData(rsnap);
-      const qs = tbs11.queue(`${sd.testid}/t${win.threads}/queue`, o2.rate, 0, 0, 1).stats();
+      const qs = tbs11.queue(queueName(sd.testid, win.threads), o2.rate, 0, 0, 1).stats();
       s.rate = { requested: o2.rate, backlog_at_end: qs.length, dropped: qs.dropped, taken: qs.taken };
     }
     out.push(s);
@@ -1666,7 +1677,7 @@ function progressLine(o2, data, windows2) {
   const qps = per("read") + per("write") + per("other");
   let line = `[ ${tick}s ] thds: ${thds} tps: ${fmt(per("tx"))} qps: ${fmt(qps)} (r/w/o: ${fmt(per("read"))}/${fmt(per("write"))}/${fmt(per("other"))}) lat (ms,${pct}%): ${fmt(lat)} err/s: ${fmt(per("err"))} reconn/s: ${fmt(per("rec"))}`;
   if (o2.rate && thds) {
-    const qs = tbs8.queue(`${data.testid}/t${thds}/queue`, o2.rate, 0, 0, 1).stats();
+    const qs = tbs8.queue(queueName(data.testid, thds), o2.rate, 0, 0, 1).stats();
     line += `
 [ ${tick}s ] queue length: ${qs.length}, concurrency: ${qs.concurrency}`;
   }
@@ -1730,8 +1741,7 @@ function segmentShare() {
 }
 function activate(data) {
   scenario = scenarioInfo.name;
-  const threads = Number(scenario.slice(1));
-  const stepIdx = o.threads.indexOf(threads);
+  const threads = stepThreads(o, scenario);
   const perVu = threadsPerVu(o, threads);
   const threadId = scenarioInfo.iterationInTest * perVu;
   const start = scenarioInfo.startTime;
@@ -1752,7 +1762,40 @@ function activate(data) {
     stepEnd = 0;
     return;
   }
+  mine = vuThreads(data, threads, threadId, perVu);
+  w = mine[0].w;
+  group = mine[0].loop ? tbs10.group(mine.map((t) => t.loop), FLUSH_MS) : null;
+  event = group ? null : bindEvent(o.workload, conn, w);
+  tagVu(data);
+  let connected = 0;
+  for (const t of mine) if (connectUntil(t.conn, t.w.prepared, latest)) connected++;
+  if (connected && o.workload === "bulk_insert") continueBulkIds(data, threadId);
+  hist = tbs10.histogram(histName(data.testid, threads));
+  respHist = o.rate ? tbs10.histogram(histName(data.testid, threads, "response")) : null;
+  if (connected) tbs10.counter(`${histName(data.testid, threads)}/ready`).add(connected);
+  tbs10.mark(`${histName(data.testid, threads)}/scenario_start`, start);
+  const go = gates ? waitForGo(data, threads, gates, parties, latest) : latest;
+  measureStart = go + o.warmup_time * 1e3;
+  stepEnd = measureStart + o.time * 1e3;
+  if (o.rate) {
+    queue = tbs10.queue(
+      queueName(data.testid, threads),
+      o.rate * segmentShare(),
+      go,
+      stepEnd,
+      o.rand_seed ? o.rand_seed + o.threads.indexOf(threads) : 0
+    );
+  }
+  if (threadId === 0) markStep(data, go);
+  const wait = go - Date.now();
+  if (wait > 0) sleep4(wait / 1e3);
+  if (!warming) startMeasuring(data);
+  else nextCheck = measureStart;
+}
+function vuThreads(data, threads, threadId, perVu) {
+  const stepIdx = o.threads.indexOf(threads);
   const seed = o.rand_seed || hashText(data.testid);
+  const out = [];
   for (let j = 0; j < perVu && threadId + j < threads; j++) {
     const id = threadId + j;
     if (j > 0 && !spare[j - 1]) {
@@ -1763,11 +1806,11 @@ function activate(data) {
     const c = j === 0 ? conn : spare[j - 1];
     const tw = workState(o, makeRand(o, stepIdx * 1048576 + id), id, threads);
     tw.unique = tbs10.unique(`${data.testid}/unique`, seed, (seed ^ 1540483477) >>> 0, data.instances || 1, data.lane || 0);
-    mine.push({ id, conn: c, rec: c.samples, w: tw, loop: o.native_loop ? nativeLoop(o.workload, c, tw, c.samples) : null });
+    out.push({ id, conn: c, rec: c.samples, w: tw, loop: o.native_loop ? nativeLoop(o.workload, c, tw, c.samples) : null });
   }
-  w = mine[0].w;
-  group = mine[0].loop ? tbs10.group(mine.map((t) => t.loop), FLUSH_MS) : null;
-  event = group ? null : bindEvent(o.workload, conn, w);
+  return out;
+}
+function tagVu(data) {
   if (!vuTags) vuTags = exec4.vu.metrics.tags;
   const tags = vuTags;
   tags.testid = data.testid;
@@ -1777,50 +1820,30 @@ function activate(data) {
   warming = o.warmup_time > 0;
   tags.warmup = "true";
   for (const t of mine) t.rec.use(null, null, t.id);
-  let connected = 0;
-  for (const t of mine) if (connectUntil(t.conn, t.w.prepared, latest)) connected++;
-  if (connected && o.workload === "bulk_insert") {
-    w.bulkMark = tbs10.counter(`${data.testid}/bulk/sbtest${threadId + 1}`);
-    const r = conn.db.query(`SELECT COALESCE(MAX(id), 0) AS m FROM sbtest${threadId + 1}`);
-    w.bulkSize = Math.max(Number(asText(r[0].m || r[0].M)) || 0, w.bulkMark.get());
-  }
-  hist = tbs10.histogram(histName(data.testid, threads));
-  respHist = o.rate ? tbs10.histogram(histName(data.testid, threads, "response")) : null;
-  if (connected) tbs10.counter(`${histName(data.testid, threads)}/ready`).add(connected);
-  tbs10.mark(`${histName(data.testid, threads)}/scenario_start`, start);
+}
+function continueBulkIds(data, threadId) {
+  w.bulkMark = tbs10.counter(`${data.testid}/bulk/sbtest${threadId + 1}`);
+  const r = conn.db.query(`SELECT COALESCE(MAX(id), 0) AS m FROM sbtest${threadId + 1}`);
+  w.bulkSize = Math.max(Number(asText(r[0].m || r[0].M)) || 0, w.bulkMark.get());
+}
+function waitForGo(data, threads, gates, parties, latest) {
   let go = latest;
-  if (gates) {
-    const con = tbs10.barrier(gates.connected, threads);
-    const gate = tbs10.barrier(gates.go, parties);
-    for (let j = 0; j < mine.length; j++) {
-      con.arrive();
-      gate.arrive();
-    }
-    const at = gate.wait(latest);
-    if (at > 0) go = Math.min(at, latest);
-    tbs10.mark(`${histName(data.testid, threads)}/go`, go);
+  const con = tbs10.barrier(gates.connected, threads);
+  const gate = tbs10.barrier(gates.go, parties);
+  for (let j = 0; j < mine.length; j++) {
+    con.arrive();
+    gate.arrive();
   }
-  measureStart = go + o.warmup_time * 1e3;
-  stepEnd = measureStart + o.time * 1e3;
-  if (o.rate) {
-    queue = tbs10.queue(
-      `${data.testid}/t${threads}/queue`,
-      o.rate * segmentShare(),
-      go,
-      stepEnd,
-      o.rand_seed ? o.rand_seed + stepIdx : 0
-    );
-  }
-  if (threadId === 0) {
-    const t = { version: data.version, threads: stepTag };
-    metrics.marker.add(go, { ...t, event: "step_start", warmup: String(warming) });
-    metrics.marker.add(measureStart, { ...t, event: "measure_start", warmup: "false" });
-    metrics.marker.add(stepEnd, { ...t, event: "measure_end", warmup: "false" });
-  }
-  const wait = go - Date.now();
-  if (wait > 0) sleep4(wait / 1e3);
-  if (!warming) startMeasuring(data);
-  else nextCheck = measureStart;
+  const at = gate.wait(latest);
+  if (at > 0) go = Math.min(at, latest);
+  tbs10.mark(`${histName(data.testid, threads)}/go`, go);
+  return go;
+}
+function markStep(data, go) {
+  const t = { version: data.version, threads: stepTag };
+  metrics.marker.add(go, { ...t, event: "step_start", warmup: String(warming) });
+  metrics.marker.add(measureStart, { ...t, event: "measure_start", warmup: "false" });
+  metrics.marker.add(stepEnd, { ...t, event: "measure_end", warmup: "false" });
 }
 function startMeasuring(data) {
   warming = false;

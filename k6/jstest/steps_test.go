@@ -173,3 +173,24 @@ func TestConnectSecondsIsTidbbenchContracts(t *testing.T) {
 		}
 	}
 }
+
+// A VU finds its step's thread count in the run's own thread counts by the scenario's name
+// (stepName), never by parsing the name; a name that is no step of the run is an error.
+func TestStepThreadsIsALookUpOfStepName(t *testing.T) {
+	h := New(t, "")
+	cfg := h.Import("lib/config.js")
+	steps := h.Import("lib/steps.js")
+	o, err := h.Call(cfg, "parseOptions", map[string]string{"threads": "8,16,1000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{8, 16, 1000} {
+		name := h.MustCall(steps, "stepName", n).String()
+		if got := h.MustCall(steps, "stepThreads", o, name).ToInteger(); got != int64(n) {
+			t.Errorf("stepThreads(%s) = %d, want %d", name, got, n)
+		}
+	}
+	if _, err := h.Call(steps, "stepThreads", o, "t7"); err == nil || !strings.Contains(err.Error(), "t7") {
+		t.Errorf("stepThreads of a scenario not in threads=8,16,1000: %v, want an error naming it", err)
+	}
+}

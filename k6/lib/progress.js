@@ -16,7 +16,7 @@ import { sleep } from 'k6';
 import { Counter, Gauge } from 'k6/metrics';
 import tbs from 'k6/x/tbs';
 import { tally } from './metrics.js';
-import { histName } from './steps.js';
+import { histName, queueName } from './steps.js';
 
 const fmt = (x) => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
 
@@ -94,7 +94,7 @@ export function progressLine(o, data, windows) {
   let line = `[ ${tick}s ] thds: ${thds} tps: ${fmt(per('tx'))} qps: ${fmt(qps)} (r/w/o: ${fmt(per('read'))}/${fmt(per('write'))}/${fmt(per('other'))}) ` +
     `lat (ms,${pct}%): ${fmt(lat)} err/s: ${fmt(per('err'))} reconn/s: ${fmt(per('rec'))}`;
   if (o.rate && thds) {
-    const qs = tbs.queue(`${data.testid}/t${thds}/queue`, o.rate, 0, 0, 1).stats();
+    const qs = tbs.queue(queueName(data.testid, thds), o.rate, 0, 0, 1).stats();
     line += `\n[ ${tick}s ] queue length: ${qs.length}, concurrency: ${qs.concurrency}`;
   }
   return line;

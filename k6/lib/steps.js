@@ -65,7 +65,7 @@ export function stepScenarios(o, fn = 'default') {
   let offset = 0;
   for (const n of o.threads) {
     const len = connectSeconds(o, n) + o.warmup_time + o.time;
-    scenarios[`t${n}`] = {
+    scenarios[stepName(n)] = {
       executor: 'constant-vus', exec: fn, vus: stepVus(o, n),
       duration: `${len}s`, startTime: `${offset}s`, gracefulStop: `${o.grace_time}s`,
       tags: { threads: String(n) },
@@ -73,6 +73,19 @@ export function stepScenarios(o, fn = 'default') {
     offset += len + o.grace_time; // a step's in-flight events may finish; the next step starts after
   }
   return scenarios;
+}
+
+// stepName(threads): the k6 scenario of the step of `threads` threads, `t<threads>`. The other
+// way is stepThreads: a look-up in the run's own thread counts, not a parse of the name.
+export function stepName(threads) {
+  return `t${threads}`;
+}
+
+// stepThreads(o, name) -> the thread count of the step whose scenario is `name`.
+export function stepThreads(o, name) {
+  const threads = o.threads.find((n) => stepName(n) === name);
+  if (threads === undefined) throw new OptionError(`internal: scenario ${name} is no thread step of threads=${o.threads}`);
+  return threads;
 }
 
 // The step windows, relative to the start of the scenarios (ms): connect (the scenario's
@@ -100,6 +113,12 @@ export function stepThresholds(o) {
     for (const k of ['read', 'write', 'other']) th[`oltp_queries{${sel},kind:${k}}`] = [];
   }
   return th;
+}
+
+// queueName(testid, threads): the rate mode's queue of a step (k6/x/tbs queue), shared by the
+// VUs, the progress lines and the summary.
+export function queueName(testid, threads) {
+  return histName(testid, threads, 'queue');
 }
 
 // histName(testid, threads, kind) -> the name of a step's process-wide k6/x/tbs objects (its

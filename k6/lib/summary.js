@@ -8,7 +8,7 @@
 // length, as sysbench divides by its run's total time); latency from the step's sysbench
 // histogram (k6/x/tbs: 1,024 log buckets, nearest rank), with `percentile` (sysbench's
 // option, default 95) plus p50, p99 and max.
-import { histName, stepWindows } from './steps.js';
+import { histName, queueName, stepWindows } from './steps.js';
 import { stepStatements } from './statements.js';
 import { CONTRACT } from './config.js';
 
@@ -132,7 +132,7 @@ export function stepFigures(data, o, tbs, endedAt) {
       const rsnap = rh.snapshot();
       s.response_latency_ms = latencyFigures(rh, rsnap, o);
       s.response_histogram = histogramData(rsnap);
-      const qs = tbs.queue(`${sd.testid}/t${win.threads}/queue`, o.rate, 0, 0, 1).stats();
+      const qs = tbs.queue(queueName(sd.testid, win.threads), o.rate, 0, 0, 1).stats();
       s.rate = { requested: o.rate, backlog_at_end: qs.length, dropped: qs.dropped, taken: qs.taken };
     }
     out.push(s);

@@ -17,7 +17,7 @@ import { bindEvent, nativeLoop, workState, flushBulk } from '../lib/sysbench.js'
 import { metrics, tally } from '../lib/metrics.js';
 import { Conn, connectUntil, openDb } from '../lib/conn.js';
 import { BATCH_MS, FLUSH_MS, runEvents, runLoops, runQueued } from '../lib/events.js';
-import { connectSeconds, gateNames, gateParties, histName, stepScenarios, stepThresholds, stepWindows, threadsPerVu } from '../lib/steps.js';
+import { connectSeconds, gateNames, gateParties, histName, queueName, stepScenarios, stepThreads, stepThresholds, stepWindows, threadsPerVu } from '../lib/steps.js';
 import { asText, connectOrExplain, existingTables, globalVariables, targetInfo } from '../lib/target.js';
 import { hostFacts, instanceOf, newTestId } from '../lib/run.js';
 import { monitorScenario, monitor as monitorTick } from '../lib/progress.js';
@@ -104,8 +104,7 @@ function segmentShare() {
 // connected (steps.js gateParties), or when the connect phase ends.
 function activate(data) {
   scenario = scenarioInfo.name;
-  const threads = Number(scenario.slice(1));
-  const stepIdx = o.threads.indexOf(threads);
+  const threads = stepThreads(o, scenario);
   const perVu = threadsPerVu(o, threads);
   const threadId = scenarioInfo.iterationInTest * perVu; // its accessors read the current scenario's state
   const start = scenarioInfo.startTime;
@@ -122,7 +121,40 @@ function activate(data) {
     nextCheck = Infinity; stepEnd = 0;
     return;
   }
+  mine = vuThreads(data, threads, threadId, perVu);
+  w = mine[0].w;
+  // null: not a workload the loop runs; then the JavaScript event, and one thread per VU
+  group = mine[0].loop ? tbs.group(mine.map((t) => t.loop), FLUSH_MS) : null;
+  event = group ? null : bindEvent(o.workload, conn, w);
+  tagVu(data);
+  // fresh connections and statements, before the load begins
+  let connected = 0;
+  for (const t of mine) if (connectUntil(t.conn, t.w.prepared, latest)) connected++;
+  if (connected && o.workload === 'bulk_insert') continueBulkIds(data, threadId);
+  hist = tbs.histogram(histName(data.testid, threads));
+  respHist = o.rate ? tbs.histogram(histName(data.testid, threads, 'response')) : null;
+  if (connected) tbs.counter(`${histName(data.testid, threads)}/ready`).add(connected);
+  tbs.mark(`${histName(data.testid, threads)}/scenario_start`, start);
+  const go = gates ? waitForGo(data, threads, gates, parties, latest) : latest;
+  measureStart = go + o.warmup_time * 1000;
+  stepEnd = measureStart + o.time * 1000;
+  if (o.rate) {
+    queue = tbs.queue(queueName(data.testid, threads), o.rate * segmentShare(), go, stepEnd,
+      o.rand_seed ? o.rand_seed + o.threads.indexOf(threads) : 0);
+  }
+  if (threadId === 0) markStep(data, go);
+  const wait = go - Date.now();
+  if (wait > 0) sleep(wait / 1000);
+  if (!warming) startMeasuring(data);
+  else nextCheck = measureStart;
+}
+
+// vuThreads: the VU's threads of the step (one, or threads_per_vu on the native loop), each
+// with its connection, recorder, work state and native loop.
+function vuThreads(data, threads, threadId, perVu) {
+  const stepIdx = o.threads.indexOf(threads);
   const seed = o.rand_seed || hashText(data.testid);
+  const out = [];
   for (let j = 0; j < perVu && threadId + j < threads; j++) {
     const id = threadId + j;
     if (j > 0 && !spare[j - 1]) {
@@ -136,12 +168,13 @@ function activate(data) {
     // one sequence for the whole run (sysbench's is global): no id is given twice, in any
     // step or by any load generator (lanes interleave the instances' indices)
     tw.unique = tbs.unique(`${data.testid}/unique`, seed, (seed ^ 0x5bd1e995) >>> 0, data.instances || 1, data.lane || 0);
-    mine.push({ id, conn: c, rec: c.samples, w: tw, loop: o.native_loop ? nativeLoop(o.workload, c, tw, c.samples) : null });
+    out.push({ id, conn: c, rec: c.samples, w: tw, loop: o.native_loop ? nativeLoop(o.workload, c, tw, c.samples) : null });
   }
-  w = mine[0].w;
-  // null: not a workload the loop runs; then the JavaScript event, and one thread per VU
-  group = mine[0].loop ? tbs.group(mine.map((t) => t.loop), FLUSH_MS) : null;
-  event = group ? null : bindEvent(o.workload, conn, w);
+  return out;
+}
+
+// tagVu: the VU's metric tags for the step; the connect phase and the warm-up are not measured.
+function tagVu(data) {
   if (!vuTags) vuTags = exec.vu.metrics.tags; // exec.vu builds a new object at every read
   const tags = vuTags;
   tags.testid = data.testid;
@@ -149,49 +182,39 @@ function activate(data) {
   tags.version = data.version;
   tags.instance_id = data.instance_id;
   warming = o.warmup_time > 0;
-  tags.warmup = 'true'; // the connect phase and the warm-up are not measured
+  tags.warmup = 'true';
   for (const t of mine) t.rec.use(null, null, t.id);
-  // fresh connections and statements, before the load begins
-  let connected = 0;
-  for (const t of mine) if (connectUntil(t.conn, t.w.prepared, latest)) connected++;
-  if (connected && o.workload === 'bulk_insert') {
-    // sysbench's bulk_insert numbers rows from 1 in every run; a step goes on after the
-    // ids earlier steps (or runs) wrote, so no key is inserted twice: after the table's
-    // MAX(id), and after the ids this process gave out for the table (a statement of the
-    // last step may still be running on the server: flushBulk)
-    w.bulkMark = tbs.counter(`${data.testid}/bulk/sbtest${threadId + 1}`);
-    const r = conn.db.query(`SELECT COALESCE(MAX(id), 0) AS m FROM sbtest${threadId + 1}`);
-    w.bulkSize = Math.max(Number(asText(r[0].m || r[0].M)) || 0, w.bulkMark.get());
-  }
-  hist = tbs.histogram(histName(data.testid, threads));
-  respHist = o.rate ? tbs.histogram(histName(data.testid, threads, 'response')) : null;
-  if (connected) tbs.counter(`${histName(data.testid, threads)}/ready`).add(connected);
-  tbs.mark(`${histName(data.testid, threads)}/scenario_start`, start);
+}
+
+// continueBulkIds: sysbench's bulk_insert numbers rows from 1 in every run; a step goes on
+// after the ids earlier steps (or runs) wrote, so no key is inserted twice: after the table's
+// MAX(id), and after the ids this process gave out for the table (a statement of the last
+// step may still be running on the server: flushBulk)
+function continueBulkIds(data, threadId) {
+  w.bulkMark = tbs.counter(`${data.testid}/bulk/sbtest${threadId + 1}`);
+  const r = conn.db.query(`SELECT COALESCE(MAX(id), 0) AS m FROM sbtest${threadId + 1}`);
+  w.bulkSize = Math.max(Number(asText(r[0].m || r[0].M)) || 0, w.bulkMark.get());
+}
+
+// waitForGo: the step's load begins when all its VUs have connected, at the latest when the
+// connect phase ends -> that moment (every VU of the step has the same).
+function waitForGo(data, threads, gates, parties, latest) {
   let go = latest;
-  if (gates) {
-    const con = tbs.barrier(gates.connected, threads);
-    const gate = tbs.barrier(gates.go, parties);
-    for (let j = 0; j < mine.length; j++) { con.arrive(); gate.arrive(); } // once per thread
-    const at = gate.wait(latest); // -1: k6 stopped this VU (the run is ending)
-    if (at > 0) go = Math.min(at, latest);
-    tbs.mark(`${histName(data.testid, threads)}/go`, go); // every VU of the step has the same go
-  }
-  measureStart = go + o.warmup_time * 1000;
-  stepEnd = measureStart + o.time * 1000;
-  if (o.rate) {
-    queue = tbs.queue(`${data.testid}/t${threads}/queue`, o.rate * segmentShare(), go, stepEnd,
-      o.rand_seed ? o.rand_seed + stepIdx : 0);
-  }
-  if (threadId === 0) {
-    const t = { version: data.version, threads: stepTag };
-    metrics.marker.add(go, { ...t, event: 'step_start', warmup: String(warming) });
-    metrics.marker.add(measureStart, { ...t, event: 'measure_start', warmup: 'false' });
-    metrics.marker.add(stepEnd, { ...t, event: 'measure_end', warmup: 'false' });
-  }
-  const wait = go - Date.now();
-  if (wait > 0) sleep(wait / 1000);
-  if (!warming) startMeasuring(data);
-  else nextCheck = measureStart;
+  const con = tbs.barrier(gates.connected, threads);
+  const gate = tbs.barrier(gates.go, parties);
+  for (let j = 0; j < mine.length; j++) { con.arrive(); gate.arrive(); } // once per thread
+  const at = gate.wait(latest); // -1: k6 stopped this VU (the run is ending)
+  if (at > 0) go = Math.min(at, latest);
+  tbs.mark(`${histName(data.testid, threads)}/go`, go);
+  return go;
+}
+
+// markStep: thread 0's markers of the step's windows.
+function markStep(data, go) {
+  const t = { version: data.version, threads: stepTag };
+  metrics.marker.add(go, { ...t, event: 'step_start', warmup: String(warming) });
+  metrics.marker.add(measureStart, { ...t, event: 'measure_start', warmup: 'false' });
+  metrics.marker.add(stepEnd, { ...t, event: 'measure_end', warmup: 'false' });
 }
 
 function startMeasuring(data) {
