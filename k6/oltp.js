@@ -1568,6 +1568,10 @@ import tbs7 from "k6/x/tbs";
 function newTestId() {
   return tbs7.newTestId();
 }
+function segmentFraction(x) {
+  const [a, b] = String(x).split("/").map(Number);
+  return b ? a / b : a;
+}
 function instanceOf(options2) {
   const tags = options2 && options2.tags || {};
   const segment = options2 && options2.executionSegment ? String(options2.executionSegment) : "";
@@ -1578,21 +1582,13 @@ function instanceOf(options2) {
     const points = sequence.split(",").map((x) => x.trim());
     instances = Math.max(1, points.length - 1);
     const from = segment.split(":")[0];
-    const value = (x) => {
-      const [a, b] = String(x).split("/").map(Number);
-      return b ? a / b : Number(a);
-    };
-    const i = points.findIndex((p) => Math.abs(value(p) - value(from || "0")) < 1e-9);
+    const i = points.findIndex((p) => Math.abs(segmentFraction(p) - segmentFraction(from || "0")) < 1e-9);
     lane = i >= 0 ? i : 0;
   } else if (segment) {
     const [from, to] = segment.split(":");
-    const value = (x) => {
-      const [a, b] = String(x).split("/").map(Number);
-      return b ? a / b : Number(a);
-    };
-    const len = value(to || "1") - value(from || "0");
+    const len = segmentFraction(to || "1") - segmentFraction(from || "0");
     instances = len > 0 ? Math.round(1 / len) : 1;
-    lane = Math.round(value(from || "0") * instances);
+    lane = Math.round(segmentFraction(from || "0") * instances);
   }
   const id = tags.instance_id !== void 0 ? String(tags.instance_id) : String(lane);
   return { id, instances, lane, segment, sequence };
@@ -1731,12 +1727,8 @@ var stepTag = "";
 function segmentShare() {
   const seg = exec4.test.options.executionSegment;
   if (!seg) return 1;
-  const frac = (x) => {
-    const [a, b] = String(x).split("/").map(Number);
-    return b ? a / b : a;
-  };
   const [from, to] = String(seg).split(":");
-  const share = frac(to || "1") - frac(from || "0");
+  const share = segmentFraction(to || "1") - segmentFraction(from || "0");
   return share > 0 && share <= 1 ? share : 1;
 }
 function activate(data) {

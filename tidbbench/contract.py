@@ -53,6 +53,11 @@ def valid(name, c=None):
     return o.get("valid")
 
 
+def read_only_workloads():
+    """The workloads that leave the tables as they were (the contract's tables_after: unchanged)."""
+    return {name for name, spec in contract()["workloads"].items() if spec.get("tables_after") == "unchanged"}
+
+
 def timing():
     return dict(contract()["timing"])
 

@@ -30,6 +30,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from tidbbench import ROOT, sbhist
+from tidbbench.report.fmt import utc as fmt_utc
 # the histogram's bucket of a latency and its width (tests/test_instances.py reads them here)
 bucket, RANGE_MULT = sbhist.bucket, sbhist.RANGE_MULT
 
@@ -338,10 +339,7 @@ def summary_table(m):
 
 
 def utc(ms):
-    import datetime
-    if ms is None:
-        return "an unknown time"
-    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return fmt_utc(ms, unknown="an unknown time")
 
 
 def died_text(e):

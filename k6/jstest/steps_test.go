@@ -6,6 +6,8 @@ import (
 	osexec "os/exec"
 	"strings"
 	"testing"
+
+	mysqldrv "tidb-bench-stack/k6/driver/mysql"
 )
 
 // stepsOf parses env with config.js and gives steps.js's scenarios, windows and thresholds.
@@ -192,5 +194,14 @@ func TestStepThreadsIsALookUpOfStepName(t *testing.T) {
 	}
 	if _, err := h.Call(steps, "stepThreads", o, "t7"); err == nil || !strings.Contains(err.Error(), "t7") {
 		t.Errorf("stepThreads of a scenario not in threads=8,16,1000: %v, want an error naming it", err)
+	}
+}
+
+// conn.js's prepare-only prefix is the driver's PrepareMarker (the one source: JavaScript
+// cannot import a Go constant).
+func TestPrepareMarkerIsTheDrivers(t *testing.T) {
+	h := New(t, "")
+	if got := h.Import("lib/conn.js").Get("PREPARE").String(); got != mysqldrv.PrepareMarker {
+		t.Errorf("k6/lib/conn.js PREPARE = %q, k6/driver/mysql PrepareMarker = %q", got, mysqldrv.PrepareMarker)
 	}
 }

@@ -13,8 +13,9 @@ import { metrics, tallyCounts } from './metrics.js';
 // connection's automatic replacement is refused: the same event, the connection is gone.
 export const LOST = new Set([2013, 2055, 2006, 2011, 2003]);
 
-// The driver's prepare-only prefix (k6/driver/mysql PrepareMarker).
-const PREPARE = '/*tbs:prepare*/ ';
+// The driver's prepare-only prefix: its source is k6/driver/mysql PrepareMarker, which JavaScript
+// cannot import; k6/jstest (TestPrepareMarkerIsTheDrivers) holds the two equal.
+export const PREPARE = '/*tbs:prepare*/ ';
 
 export function openDb(o) {
   // One pool per VU limited to one connection: one database connection per VU, as sysbench

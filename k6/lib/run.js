@@ -9,6 +9,13 @@ export function newTestId() {
   return tbs.newTestId();
 }
 
+// segmentFraction('1/3') -> 0.333..: a point of a k6 execution segment (a fraction, a decimal or
+// a whole number), as k6 writes them; the one parser of them in the scripts.
+export function segmentFraction(x) {
+  const [a, b] = String(x).split('/').map(Number);
+  return b ? a / b : a;
+}
+
 // instanceOf(options) -> this process' place among the load generators of one run, from
 // k6's execution segments (`--execution-segment`, `--execution-segment-sequence`, as
 // `scripts/k6 run --instances N` and k6-operator pass them) and the `instance_id` tag:
@@ -24,15 +31,13 @@ export function instanceOf(options) {
     const points = sequence.split(',').map((x) => x.trim());
     instances = Math.max(1, points.length - 1);
     const from = segment.split(':')[0];
-    const value = (x) => { const [a, b] = String(x).split('/').map(Number); return b ? a / b : Number(a); };
-    const i = points.findIndex((p) => Math.abs(value(p) - value(from || '0')) < 1e-9);
+    const i = points.findIndex((p) => Math.abs(segmentFraction(p) - segmentFraction(from || '0')) < 1e-9);
     lane = i >= 0 ? i : 0;
   } else if (segment) {
     const [from, to] = segment.split(':');
-    const value = (x) => { const [a, b] = String(x).split('/').map(Number); return b ? a / b : Number(a); };
-    const len = value(to || '1') - value(from || '0');
+    const len = segmentFraction(to || '1') - segmentFraction(from || '0');
     instances = len > 0 ? Math.round(1 / len) : 1;
-    lane = Math.round(value(from || '0') * instances);
+    lane = Math.round(segmentFraction(from || '0') * instances);
   }
   const id = tags.instance_id !== undefined ? String(tags.instance_id) : String(lane);
   return { id, instances, lane, segment, sequence };

@@ -19,7 +19,7 @@ import { Conn, connectUntil, openDb } from '../lib/conn.js';
 import { BATCH_MS, FLUSH_MS, runEvents, runLoops, runQueued } from '../lib/events.js';
 import { connectSeconds, gateNames, gateParties, histName, queueName, stepScenarios, stepThreads, stepThresholds, stepWindows, threadsPerVu } from '../lib/steps.js';
 import { asText, connectOrExplain, existingTables, globalVariables, targetInfo } from '../lib/target.js';
-import { hostFacts, instanceOf, newTestId } from '../lib/run.js';
+import { hostFacts, instanceOf, newTestId, segmentFraction } from '../lib/run.js';
 import { monitorScenario, monitor as monitorTick } from '../lib/progress.js';
 import { capture as captureStatements, statementsScenario } from '../lib/statements.js';
 
@@ -91,9 +91,8 @@ let stepTag = '';
 function segmentShare() {
   const seg = exec.test.options.executionSegment;
   if (!seg) return 1;
-  const frac = (x) => { const [a, b] = String(x).split('/').map(Number); return b ? a / b : a; };
   const [from, to] = String(seg).split(':');
-  const share = frac(to || '1') - frac(from || '0');
+  const share = segmentFraction(to || '1') - segmentFraction(from || '0');
   return share > 0 && share <= 1 ? share : 1;
 }
 

@@ -41,9 +41,10 @@ def runset_label(rs):
     return f"{product_name(rs.product)} {short_version(rs.product, rs.version)}"
 
 
-def utc(ms):
+def utc(ms, unknown="?"):
+    """Epoch ms as "2026-12-01 20:25:00 UTC" (`unknown` for None)."""
     if ms is None:
-        return "?"
+        return unknown
     return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 

@@ -57,9 +57,9 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.]{0,15}$")
 # set by the plan itself, not as an option
 OWN = {"workload", "threads", "testid", "results_dir", "command"}
 VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# sysbench's tests that only read: no INSERT, UPDATE or DELETE (the workloads whose `tables_after`
-# is "unchanged" in k6/contract.json's workloads table)
-READ_ONLY = {"oltp_point_select", "oltp_read_only", "select_random_points", "select_random_ranges"}
+# sysbench's tests that only read: no INSERT, UPDATE or DELETE (read from k6/contract.json: the
+# workloads whose `tables_after` is "unchanged")
+READ_ONLY = contract.read_only_workloads()
 # what TiDB on unistore (tidb-server --store=unistore, the local stack's) cannot take with
 # concurrent writes: its index assertion fails (error 8141, "assertion failed ... assertion: Exist")
 UNISTORE_UNSAFE = ("tidb_enable_async_commit", "tidb_enable_1pc")
