@@ -9,7 +9,7 @@ stack.
   in a process' arguments;
 - live: each runnable block, in document order (README.md first, then CONTRIBUTING.md, then docs/
   by name), as one bash script (`set -euo pipefail`) from the repository's root. Its environment,
-  as README.md's "Documented commands are tested" says: `mysql_db` names a database of the test's
+  as CONTRIBUTING.md's "Documented commands are tested" says: `mysql_db` names a database of the test's
   own on both targets (made afresh; a command's own `-e mysql_db=`/`--mysql-db` wins),
   `results_dir` and `TBS_RESULTS_DIR` a folder of its own, conftest's short
   connect_time/grace_time; the placeholders TESTID, BASELINE and CANDIDATE are the testids earlier

@@ -160,3 +160,10 @@ def test_the_checks_see_a_missing_path_and_an_unnamed_folder(tmp_path):
     assert unnamed(table, {"k6", ".ci"}, {"tidbbench.report"}) == []
     assert unnamed(table + "`tools/` in prose, `tidbbench.history.cli` too\n", {"k6", "tools"},
                    {"tidbbench.report", "tidbbench.history"}) == ["folder tools/", "subpackage tidbbench.history"]
+
+
+def test_the_readme_is_at_most_250_lines():
+    # issue 45: what the tool is, the two commands, the user's day in brief, where to read next;
+    # the detail lives in docs/ and CONTRIBUTING.md
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines (at most 250: move the detail to docs/)"
