@@ -261,15 +261,15 @@ def fmt(v, d=2):
 
 def cp_text(c):
     ci = f"95% CI {c.ci_low_pct:+.2f}% to {c.ci_high_pct:+.2f}%, " if c.ci_low_pct is not None else ""
-    L = [f"  {c.metric}: {c.direction} {c.change_text()} ({ci}p={c.pvalue:.2g}) at {c.at}",
+    lines = [f"  {c.metric}: {c.direction} {c.change_text()} ({ci}p={c.pvalue:.2g}) at {c.at}",
          f"      mean {fmt(c.mean_before)} -> {fmt(c.mean_after)} ({c.runs_before} runs before, {c.runs_after} after); "
          f"last run before {c.run_key_before}, first run after {c.run_key_after}"]
     if c.also_likely:  # the data fit other places alike: the evidence's two runs may be of one level
-        L.append(f"      its place is uncertain: the data fit {' or '.join(c.also_likely)} as the first run after as "
+        lines.append(f"      its place is uncertain: the data fit {' or '.join(c.also_likely)} as the first run after as "
                  f"well; the evidence compares {c.run_key_before} and {c.run_key_after}")
-    L += ["      evidence:"]
-    L += [f"        {it['rank']}. {it['text']}" for it in (c.evidence or [])] or ["        (none recorded)"]
-    return L
+    lines += ["      evidence:"]
+    lines += [f"        {it['rank']}. {it['text']}" for it in (c.evidence or [])] or ["        (none recorded)"]
+    return lines
 
 
 def cp_json(c):

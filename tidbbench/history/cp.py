@@ -288,7 +288,7 @@ class ChangePoint:
         return f"{self.magnitude_pct:+.{d}f}%"
 
 
-def _f(x):
+def _finite_or_none(x):
     x = float(x)
     return x if math.isfinite(x) else None
 
@@ -301,7 +301,7 @@ def interval_pct(before, after, mean_before):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         ci = sps.ttest_ind(after, before).confidence_interval(0.95)
-    lo, hi = _f(ci.low), _f(ci.high)
+    lo, hi = _finite_or_none(ci.low), _finite_or_none(ci.high)
     if lo is None or hi is None:
         return None, None
     return lo / abs(mean_before) * 100, hi / abs(mean_before) * 100

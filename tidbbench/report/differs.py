@@ -84,15 +84,15 @@ def sample_host(run):
 def section(sets, labels):
     """Markdown lines of the "What differs" section (for a pair)."""
     diff, varying = rows(sets)
-    L = ["## What differs", ""]
+    lines = ["## What differs", ""]
     nvars = len({k for s in sets for r in s.runs for k in (r.manifest.get("target_variables") or {})})
-    L.append(f"Everything each run recorded, compared between the sides before any figure: the {nvars} global "
+    lines.append(f"Everything each run recorded, compared between the sides before any figure: the {nvars} global "
              "variables (`SHOW GLOBAL VARIABLES` at the start of every run), versions, options, the load "
              "generator's host and the data. Settings first.")
-    L.append("")
+    lines.append("")
     if not diff:
-        L.append("Nothing recorded differs between the sides: same versions, options, host and global variables.")
-        L.append("")
+        lines.append("Nothing recorded differs between the sides: same versions, options, host and global variables.")
+        lines.append("")
     else:
         prods = {s.product for s in sets}
         shown = diff
@@ -105,13 +105,13 @@ def section(sets, labels):
                 shown = [d for d in diff if d[0] != "variable" or id(d) in keep]
             # different products: the product and version lead
             shown = [d for d in shown if d[0] == "version"] + [d for d in shown if d[0] != "version"]
-        L.append(md_table(["What", "Setting", *labels], [[k, f"`{n}`", *v] for k, n, v in shown]))
-        L.append("")
+        lines.append(md_table(["What", "Setting", *labels], [[k, f"`{n}`", *v] for k, n, v in shown]))
+        lines.append("")
         if cut:
-            L.append(f"... and {cut} more variables that differ (different products; all are in the run manifests).")
-            L.append("")
+            lines.append(f"... and {cut} more variables that differ (different products; all are in the run manifests).")
+            lines.append("")
     if varying:
-        L.append("Changing from one sample to the next within a side (not a difference between the sides): "
+        lines.append("Changing from one sample to the next within a side (not a difference between the sides): "
                  + ", ".join(f"`{n}`" for _, n, _ in varying) + ".")
-        L.append("")
-    return L
+        lines.append("")
+    return lines

@@ -81,7 +81,7 @@ def step_notes(run, figs):
 
 def section(sets, labels, pair, workload, figs):
     """Markdown lines for a workload: 'Disturbances: ...' when any step was disturbed."""
-    L = []
+    lines = []
     for i, s in enumerate(sets):
         run = s.by_workload().get(workload)
         if run is None:
@@ -91,6 +91,6 @@ def section(sets, labels, pair, workload, figs):
             notes.insert(0, f"the run was {interrupted_text(run)}")
         if notes:
             who = f"{labels[i]}, " if pair else ""
-            L.append(f"**Disturbances** ({who}testid {run.testid}): " + "; ".join(notes) + ".")
-            L.append("")
-    return L
+            lines.append(f"**Disturbances** ({who}testid {run.testid}): " + "; ".join(notes) + ".")
+            lines.append("")
+    return lines

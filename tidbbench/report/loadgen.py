@@ -112,12 +112,12 @@ def collect(prom, runs):
 def markdown(loadgens, warnings):
     """Lines for the report's Load generator section: the instances of split runs (a single
     process is the table above it) and the warnings."""
-    L = []
+    lines = []
     split = {t: insts for t, insts in loadgens.items() if len(insts) > 1 or any(i.died for i in insts)}
     if split:
-        L.append("Each split run's k6 instances (one run on k6 execution segments; every figure of a step sums "
+        lines.append("Each split run's k6 instances (one run on k6 execution segments; every figure of a step sums "
                  "the instances that finished it):")
-        L.append("")
+        lines.append("")
         rows = []
         for testid, insts in split.items():
             for i in insts:
@@ -128,10 +128,10 @@ def markdown(loadgens, warnings):
                              f"{f['memory_gib']} GiB" if f.get("memory_gib") not in (None, "") else "not recorded",
                              f.get("k6") or "not recorded", ", ".join(map(str, i.steps)) or "none",
                              "unknown" if i.exit_status is None else str(i.exit_status), cpu])
-        L.append(md_table(["testid", "instance", "segment", "host", "cores", "memory", "k6", "steps finished",
+        lines.append(md_table(["testid", "instance", "segment", "host", "cores", "memory", "k6", "steps finished",
                            "exit status", "k6 CPU s/s per step"], rows))
-        L.append("")
+        lines.append("")
     for w in warnings:
-        L.append(f"> **Warning:** {w}")
-        L.append("")
-    return L
+        lines.append(f"> **Warning:** {w}")
+        lines.append("")
+    return lines

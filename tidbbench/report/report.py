@@ -377,18 +377,18 @@ class Report(WorkloadSections):
         return lines
 
     def parameter_rows(self):
-        def opt(s, k):
+        def option_text(s, k):
             vals = {commands.value_text(r.options.get(k, "")) for r in s.runs}
             return " / ".join(sorted(vals))
         rows = [
             ["Workloads", *self.per_set(lambda s: ", ".join(s.by_workload()))],
-            ["Tables", *self.per_set(lambda s: opt(s, "tables"))],
-            ["Rows per table", *self.per_set(lambda s: opt(s, "table_size"))],
-            ["Threads", *self.per_set(lambda s: opt(s, "threads"))],
-            ["Measured time per step (s)", *self.per_set(lambda s: opt(s, "time"))],
-            ["Warm-up per step (s)", *self.per_set(lambda s: opt(s, "warmup_time"))],
-            ["rand_type", *self.per_set(lambda s: opt(s, "rand_type"))],
-            ["mysql_ignore_errors", *self.per_set(lambda s: opt(s, "mysql_ignore_errors"))],
+            ["Tables", *self.per_set(lambda s: option_text(s, "tables"))],
+            ["Rows per table", *self.per_set(lambda s: option_text(s, "table_size"))],
+            ["Threads", *self.per_set(lambda s: option_text(s, "threads"))],
+            ["Measured time per step (s)", *self.per_set(lambda s: option_text(s, "time"))],
+            ["Warm-up per step (s)", *self.per_set(lambda s: option_text(s, "warmup_time"))],
+            ["rand_type", *self.per_set(lambda s: option_text(s, "rand_type"))],
+            ["mysql_ignore_errors", *self.per_set(lambda s: option_text(s, "mysql_ignore_errors"))],
         ]
         shown = {"workload", "tables", "table_size", "threads", "time", "warmup_time", "rand_type",
                  "mysql_ignore_errors", *commands.TARGET}
@@ -400,7 +400,7 @@ class Report(WorkloadSections):
                             not commands.is_default(k, v) and not (k == "version" and not v):
                         extra.append(k)
         for k in extra:
-            rows.append([k, *self.per_set(lambda s: opt(s, k))])
+            rows.append([k, *self.per_set(lambda s: option_text(s, k))])
         if any(s.sweep for s in self.sets):
             rows.append(["Before each workload", *self.per_set(self.between_text)])
         if any((s.sweep or {}).get("scaled") for s in self.sets):  # scripts/sweep --plan --scale/--threads/...
@@ -435,35 +435,35 @@ class Report(WorkloadSections):
         return ", ".join(parts) or "nothing"
 
     def command_lines(self, i, s):
-        L = []
+        lines = []
         first = s.first
-        L.append("Prepare the data:")
-        L.append("")
-        L.append("```sh")
+        lines.append("Prepare the data:")
+        lines.append("")
+        lines.append("```sh")
         prep_threads = (s.sweep or {}).get("prepare_threads")
-        L.append(commands.k6_command(commands.prepare_options(first.options, prep_threads), "k6/prepare.js"))
-        L.append("```")
-        L.append("")
+        lines.append(commands.k6_command(commands.prepare_options(first.options, prep_threads), "k6/prepare.js"))
+        lines.append("```")
+        lines.append("")
         if s.sweep and s.sweep.get("command"):
             import shlex
-            L.append(f"Run the sweep (`{s.id}`):")
-            L.append("")
-            L.append("```sh")
-            L.append(" ".join(shlex.quote(x) for x in s.sweep["command"]))
-            L.append("```")
-            L.append("")
+            lines.append(f"Run the sweep (`{s.id}`):")
+            lines.append("")
+            lines.append("```sh")
+            lines.append(" ".join(shlex.quote(x) for x in s.sweep["command"]))
+            lines.append("```")
+            lines.append("")
             between = self.between_text(s)
-            L.append(f"It ran, per workload{' after ' + between if between not in ('nothing', '—') else ''}:")
-            L.append("")
+            lines.append(f"It ran, per workload{' after ' + between if between not in ('nothing', '—') else ''}:")
+            lines.append("")
         else:
-            L.append("Run the test:")
-            L.append("")
-        L.append("```sh")
+            lines.append("Run the test:")
+            lines.append("")
+        lines.append("```sh")
         runs = self.runs_for(i)
-        L.append("\n\n".join(commands.k6_command(commands.run_options(r.options), "k6/oltp.js") for r in runs))
-        L.append("```")
-        L.append("")
-        return L
+        lines.append("\n\n".join(commands.k6_command(commands.run_options(r.options), "k6/oltp.js") for r in runs))
+        lines.append("```")
+        lines.append("")
+        return lines
 
     def write(self, out):
         """Builds everything in a temporary sibling folder, then renames it to `out`."""

@@ -37,7 +37,7 @@ class WorkloadSections:
     def workload_section(self, w, chart):
         a = self.labels
         name = workload_name(w)
-        L = [f"### {name} performance", ""]
+        lines = [f"### {name} performance", ""]
         tables = []
         pl = self.pct_label(w)
         medians = []  # every side's medians: one sentence on the intervals that fall short of 95%
@@ -72,16 +72,16 @@ class WorkloadSections:
                 hdr += ["rate (/s)", f"{pl} response time (ms)", "rate kept"]
             tables.append(md_table(hdr, rows, "r" * len(hdr)))
         if not self.pair:
-            L += [tables[0], ""]
-            L += [stats.ci_note(medians), ""] if stats.ci_note(medians) else []
+            lines += [tables[0], ""]
+            lines += [stats.ci_note(medians), ""] if stats.ci_note(medians) else []
             dist = self.latency_distribution(self.figs[(0, w)], w) if self.n_samples(0, w) == 1 else ""
             if dist:
-                L += [dist, ""]
+                lines += [dist, ""]
         else:
             for i in range(2):
-                L += [f"**{a[i]}**", "", tables[i], ""]
-            L += [stats.ci_note(medians), ""] if stats.ci_note(medians) else []
-            L.extend(self.comparison_lines(w, name, pl))
+                lines += [f"**{a[i]}**", "", tables[i], ""]
+            lines += [stats.ci_note(medians), ""] if stats.ci_note(medians) else []
+            lines.extend(self.comparison_lines(w, name, pl))
         errs = []
         for i in range(len(self.sets)):
             for f in self.figs[(i, w)]:
@@ -89,21 +89,21 @@ class WorkloadSections:
                     errs.append(f"{(a[i] + ', ') if self.pair else ''}{f.threads} threads: {int(f.errors)} "
                                 f"({f.errors / f.seconds:.2f}/s)")
         if errs:
-            L.append(f"Ignored errors (events restarted, as sysbench does): {'; '.join(errs)}.")
-            L.append("")
-        L.extend(disturb.section(self.sets, self.labels, self.pair, w, self.figs))
+            lines.append(f"Ignored errors (events restarted, as sysbench does): {'; '.join(errs)}.")
+            lines.append("")
+        lines.extend(disturb.section(self.sets, self.labels, self.pair, w, self.figs))
         if chart:
-            L.append(f"![{name}: QPS and {pl} latency against threads]({chart})")
-            L.append("")
-        L.extend(statements.workload_lines(self.sets, self.labels, w, self.pair))  # "### <name> statements"
-        return L
+            lines.append(f"![{name}: QPS and {pl} latency against threads]({chart})")
+            lines.append("")
+        lines.extend(statements.workload_lines(self.sets, self.labels, w, self.pair))  # "### <name> statements"
+        return lines
 
     def comparison_lines(self, w, name, pl):
         """A vs B for one workload: the comparison table (per thread step, both sides' medians and the
         change with its p, for QPS and the latency percentile), its notes, what each cell could have
         detected (noise_lines) and the two headlines."""
         a = self.labels
-        L = []
+        lines = []
         threads = [t for t in self.threads_of(0, w) if t in self.threads_of(1, w)]
         threads += [t for t in self.threads_of(0, w) + self.threads_of(1, w) if t not in threads]
         threads = sorted(set(threads))
@@ -116,33 +116,33 @@ class WorkloadSections:
                          num(stats.median(vb)) if vb else "—", num(stats.median(lb)) if lb else "—",
                          stats.change_text(cq) if cq else "", stats.p_text(cq) if cq else "",
                          stats.change_text(cl) if cl else "", stats.p_text(cl) if cl else ""])
-        med = " (median)" if self.repeated() else ""
-        L.append(md_table(["Threads", f"{a[0]} QPS{med}", f"{a[0]} {pl} latency (ms){med}", f"{a[1]} QPS{med}",
-                           f"{a[1]} {pl} latency (ms){med}", "QPS improvement", "p (QPS)",
+        median_note = " (median)" if self.repeated() else ""
+        lines.append(md_table(["Threads", f"{a[0]} QPS{median_note}", f"{a[0]} {pl} latency (ms){median_note}", f"{a[1]} QPS{median_note}",
+                           f"{a[1]} {pl} latency (ms){median_note}", "QPS improvement", "p (QPS)",
                            f"{pl} latency change", f"p ({pl} latency)"], rows, "rrrrrrrrr"))
-        L.append("")
-        L.extend(self.table_notes(w, threads, ("qps", "lat")))
-        L.extend(self.noise_lines(w, threads, ("qps", "lat")))
-        L.append(self.headline(w, name, "qps", "QPS", threads))
-        L.append("")
-        L.append(self.headline(w, name, "lat", f"{pl} latency", threads))
-        L.append("")
-        return L
+        lines.append("")
+        lines.extend(self.table_notes(w, threads, ("qps", "lat")))
+        lines.extend(self.noise_lines(w, threads, ("qps", "lat")))
+        lines.append(self.headline(w, name, "qps", "QPS", threads))
+        lines.append("")
+        lines.append(self.headline(w, name, "lat", f"{pl} latency", threads))
+        lines.append("")
+        return lines
 
     def table_notes(self, w, threads, metrics, steps=True):
         """Sentences under a comparison table: the cells it cannot compare and why (a step one side
         did not run; with steps), and a family of cells that can never be significant with its samples."""
-        L = []
+        lines = []
         for t in threads if steps else []:
             ran = [t in self.threads_of(i, w) for i in range(2)]
             if not all(ran):
-                L += [f"{t} thread{'s' if t != 1 else ''}: only {self.labels[ran.index(True)]} ran this step; it is not "
+                lines += [f"{t} thread{'s' if t != 1 else ''}: only {self.labels[ran.index(True)]} ran this step; it is not "
                       "compared.", ""]
         for m in metrics:
             warn = stats.out_of_reach(self.fam.get(m, []))
-            if warn and f"> **Warning:** {warn}" not in L:
-                L += [f"> **Warning:** {warn}", ""]
-        return L
+            if warn and f"> **Warning:** {warn}" not in lines:
+                lines += [f"> **Warning:** {warn}", ""]
+        return lines
 
     def metric_name(self, w, metric):
         return {"qps": "QPS", "lat": f"{self.pct_label(w)} latency", "core": "QPS per DB core"}[metric]
@@ -278,59 +278,59 @@ class WorkloadSections:
 
     # -- files
 
-    def resource_pair_lines(self, w, threads, c):
+    def resource_pair_lines(self, w, threads, cell):
         """A vs B resources of one workload: the sides' database CPU, QPS per database core (compared)
-        and k6 CPU per thread step, medians with repeated samples; c formats a figure."""
+        and k6 CPU per thread step, medians with repeated samples; cell formats a figure."""
         a = self.labels
-        L = []
-        def med(i, t, attr):
+        lines = []
+        def median_cell(i, t, attr):
             fs = [f for figs in self.samples[(i, w)] for f in figs if f.threads == t]
             vs = [getattr(f, attr) for f in fs if getattr(f, attr) is not None]
             short = fs and all(f.k6_short if attr == "k6_cores" else f.db_short for f in fs)
-            return c(statistics.median(vs), 1 if attr == "qps_per_core" else 2) if vs else \
-                c(None, short=short)
+            return cell(statistics.median(vs), 1 if attr == "qps_per_core" else 2) if vs else \
+                cell(None, short=short)
         rows = []
         for t in threads:
             cc = self.cmp.get((w, t, "core"))
-            rows.append([str(t), med(0, t, "db_cores"), med(0, t, "qps_per_core"),
-                         med(1, t, "db_cores"), med(1, t, "qps_per_core"),
+            rows.append([str(t), median_cell(0, t, "db_cores"), median_cell(0, t, "qps_per_core"),
+                         median_cell(1, t, "db_cores"), median_cell(1, t, "qps_per_core"),
                          stats.change_text(cc) if cc else "", stats.p_text(cc) if cc else "",
-                         med(0, t, "k6_cores"), med(1, t, "k6_cores")])
-        m_ = " (median)" if self.repeated() else ""
-        L.append(md_table(["Threads", f"{a[0]} DB CPU (cores){m_}", f"{a[0]} QPS per DB core{m_}",
-                           f"{a[1]} DB CPU (cores){m_}", f"{a[1]} QPS per DB core{m_}", "QPS per core change",
-                           "p (QPS per core)", f"{a[0]} k6 CPU (cores){m_}", f"{a[1]} k6 CPU (cores){m_}"],
+                         median_cell(0, t, "k6_cores"), median_cell(1, t, "k6_cores")])
+        median_note = " (median)" if self.repeated() else ""
+        lines.append(md_table(["Threads", f"{a[0]} DB CPU (cores){median_note}", f"{a[0]} QPS per DB core{median_note}",
+                           f"{a[1]} DB CPU (cores){median_note}", f"{a[1]} QPS per DB core{median_note}", "QPS per core change",
+                           "p (QPS per core)", f"{a[0]} k6 CPU (cores){median_note}", f"{a[1]} k6 CPU (cores){median_note}"],
                           rows, "rrrrrrrrr"))
-        L.append("")
+        lines.append("")
         if any((w, t, "core") in self.cmp for t in threads):
-            L.extend(self.table_notes(w, threads, ("core",), steps=False))
-            L.extend(self.noise_lines(w, threads, ("core",)))
-            L.append(self.headline(w, workload_name(w), "core", "QPS per database core", threads))
-            L.append("")
-        return L
+            lines.extend(self.table_notes(w, threads, ("core",), steps=False))
+            lines.extend(self.noise_lines(w, threads, ("core",)))
+            lines.append(self.headline(w, workload_name(w), "core", "QPS per database core", threads))
+            lines.append("")
+        return lines
 
     def resource_section(self):
         """What each step cost the database and the load generator: CPU cores used over the measured
         window, QPS per database core, k6's CPU against its cores (and the change of QPS per core
         for two runs)."""
         a = self.labels
-        L = ["## Resource use per step", ""]
-        L.append("CPU cores used on average over each step's measured window: the counters' increase over the window "
+        lines = ["## Resource use per step", ""]
+        lines.append("CPU cores used on average over each step's measured window: the counters' increase over the window "
                  "divided by its seconds. Database: tidb-server + TiKV + PD (`process_cpu_seconds_total` of jobs "
                  "tidb, tikv, pd) for TiDB, mysqld/mariadbd (`namedprocess_namegroup_cpu_seconds_total`, "
                  "process-exporter) for MySQL and MariaDB. Load generator: k6's own CPU "
                  "(`k6_oltp_client_cpu_seconds_total`, user + system). QPS per DB core = QPS / database cores.")
-        L.append("")
+        lines.append("")
 
-        def c(x, d=2, short=False):
+        def cell(x, d=2, short=False):
             return ("window too short" if short else "—") if x is None else num(x, d)
         from tidbbench.report.prom import MIN_WINDOW_INTERVALS, min_windows_s, scrape_interval_s
         min_db, min_k6 = min_windows_s()
         shorts = set()
         missing = set()
         for w in self.workloads:
-            L.append(f"### {workload_name(w)} resources")
-            L.append("")
+            lines.append(f"### {workload_name(w)} resources")
+            lines.append("")
             sides = [{f.threads: f for f in self.figs[(i, w)]} for i in range(len(self.sets))]
             threads = sorted(set().union(*sides))
             for i, side in enumerate(sides):
@@ -349,31 +349,31 @@ class WorkloadSections:
                 for t in threads:
                     f = sides[0][t]
                     share = f"{f.k6_cores / cores * 100:.0f}%" if f.k6_cores is not None and cores else "—"
-                    rows.append([str(t), num(f.qps), c(f.db_cores, short=f.db_short),
-                                 c(f.qps_per_core, 1, short=f.db_short), c(f.k6_cores, short=f.k6_short), share])
-                L.append(md_table(["Threads", "QPS", "DB CPU (cores)", "QPS per DB core", "k6 CPU (cores)",
+                    rows.append([str(t), num(f.qps), cell(f.db_cores, short=f.db_short),
+                                 cell(f.qps_per_core, 1, short=f.db_short), cell(f.k6_cores, short=f.k6_short), share])
+                lines.append(md_table(["Threads", "QPS", "DB CPU (cores)", "QPS per DB core", "k6 CPU (cores)",
                                    "k6 CPU of its cores"], rows, "rrrrrr"))
-                L.append("")
+                lines.append("")
             else:
-                L.extend(self.resource_pair_lines(w, threads, c))
+                lines.extend(self.resource_pair_lines(w, threads, cell))
         if shorts:
-            L.append(f"\"window too short\": the step's measured window is shorter than the counters can resolve, so no "
+            lines.append(f"\"window too short\": the step's measured window is shorter than the counters can resolve, so no "
                      "figure is given. CPU counters are read at their samples: the database's at Prometheus' scrapes, every "
                      f"{scrape_interval_s():g} s (prometheus/prometheus.yml), k6's at its pushes, every "
                      f"{min_k6 / MIN_WINDOW_INTERVALS:g} s (k6/contract.json). Over a window shorter than "
                      f"{MIN_WINDOW_INTERVALS:g} such intervals "
                      f"({min_db:g} s for the database, {min_k6:g} s for k6), most, or all, of the time between the two "
                      "samples used can lie before the step; use longer steps (`time`) for resource figures.")
-            L.append("")
+            lines.append("")
         for who, what in sorted(missing):
-            L.append(f"Not recorded for {who}: the {what}'s CPU (Prometheus has no such series for the run; "
+            lines.append(f"Not recorded for {who}: the {what}'s CPU (Prometheus has no such series for the run; "
                      + ("the database's process metrics are scraped by the stack's Prometheus jobs tidb/tikv/pd "
                         "and process" if what == "database" else
                         "k6 writes k6_oltp_client_cpu_seconds_total with every run of this stack's oltp.js") + ").")
-            L.append("")
+            lines.append("")
         from tidbbench.report.loadgen import SATURATED
-        L.append(f"k6 at or above {SATURATED * 100:.0f}% of its usable cores (the host's, or GOMAXPROCS when recorded) "
+        lines.append(f"k6 at or above {SATURATED * 100:.0f}% of its usable cores (the host's, or GOMAXPROCS when recorded) "
                  "in a step is warned about under Load generator: the load generator, not the database, may then "
                  "have set the pace.")
-        L.append("")
-        return L
+        lines.append("")
+        return lines

@@ -85,13 +85,13 @@ def workload_lines(sets, labels, w, pair):
     thread step with statements (first sample), as markdown lines; [] for manifests without them."""
     if not recorded(sets):
         return []
-    L = [f"### {workload_name(w)} statements", ""]
+    lines = [f"### {workload_name(w)} statements", ""]
     for i, s in enumerate(sets):
         run = s.samples()[w][0]
         who = f"**{labels[i]}**, " if pair else ""
         have = [(st.get("threads"), st) for st in run.steps if (st.get("statements") or {}).get("available")]
         if not have:
-            L += [f"{who}testid {run.testid}: no statements: {why_text([run])}.", ""]
+            lines += [f"{who}testid {run.testid}: no statements: {why_text([run])}.", ""]
             continue
         t, step = max(have, key=lambda x: x[0])
         st = step["statements"]
@@ -101,11 +101,11 @@ def workload_lines(sets, labels, w, pair):
         head = (f"{who}{t} thread{'s' if t != 1 else ''} (the highest step), testid {run.testid}: the top {min(len(top), TABLE_ROWS)} of {st.get('digests', len(top))} statement digests of database "
                 f"`{(run.manifest.get('target') or {}).get('db', '?')}` by total latency in the step's measured "
                 f"window, from {source_text(st)} (snapshots at the window's start and after its graceful tail).")
-        L += [head, ""]
+        lines += [head, ""]
         if st.get("partial"):
-            L += [f"> **Partial:** {st['partial']}.", ""]
+            lines += [f"> **Partial:** {st['partial']}.", ""]
         if not top:
-            L += ["No statement of the run's database was recorded in the step.", ""]
+            lines += ["No statement of the run's database was recorded in the step.", ""]
             continue
         tidb = any(x.get("plan_digest") for x in top)
         p95 = any(x.get("p95_ms") is not None for x in top)
@@ -127,9 +127,9 @@ def workload_lines(sets, labels, w, pair):
                 hits, pd = x.get("plan_cache_hits"), x.get("plan_digest")
                 row += [f"`{short_plan(pd)}`" if pd else "—", f"{hits / n * 100:.0f}%" if hits is not None and n and pd else "—"]
             rows.append(row)
-        L += [md_table(hdr, rows, "l" + "r" * (len(hdr) - 1 - 2 * tidb) + "lr" * tidb), ""]
-        L += missing_stats_lines(s.samples()[w], who)
-    return L
+        lines += [md_table(hdr, rows, "l" + "r" * (len(hdr) - 1 - 2 * tidb) + "lr" * tidb), ""]
+        lines += missing_stats_lines(s.samples()[w], who)
+    return lines
 
 
 # TiDB's plan text names the statistics a plan was made with: `stats:pseudo` (none) or
@@ -150,15 +150,15 @@ def missing_stats_lines(runs, who=""):
                 if m:
                     d = seen.setdefault(short(x.get("text")), {"threads": set(), "stats": m.group(0)})
                     d["threads"].add(step.get("threads"))
-    L = []
+    lines = []
     for text, d in seen.items():
         t = ", ".join(str(n) for n in sorted(d["threads"]))
-        L += [f"> **Statistics not loaded:** {who}`{text}` ran at {t} thread{'s' if t != '1' else ''} with a plan "
+        lines += [f"> **Statistics not loaded:** {who}`{text}` ran at {t} thread{'s' if t != '1' else ''} with a plan "
               f"TiDB made without the table's statistics (`{d['stats']}` in its plan): those steps measure that "
               "plan, which may not be the one the other steps used (the plan digests above). TiDB loads statistics "
               "on first use (after a restart or an ANALYZE); a warm-up run first, or a higher "
               "`tidb_stats_load_sync_wait`, gives the plans the statistics.", ""]
-    return L
+    return lines
 
 
 # -- A vs B
@@ -255,33 +255,33 @@ def section(sets, labels, workloads):
         return []
     family = []
     changed, notes, compared = changes(sets, workloads, family)
-    L = ["## Statements that changed", ""]
-    L.append("The statement digests of each side's database per thread step (their executions and latency in the "
+    lines = ["## Statements that changed", ""]
+    lines.append("The statement digests of each side's database per thread step (their executions and latency in the "
              "step's measured window: `steps[].statements` of the run manifests), matched by their text. Listed: a "
              "different plan digest (the plan that ran most of the statement's executions), an average latency that "
              f"changed significantly by {MIN_CHANGE:g}% or more (Mann-Whitney U on the samples, Holm-adjusted over "
              f"the report's statement cells; with one sample a side, {SINGLE_CHANGE:g}% or more, marked n=1: no "
              f"significance), or a statement only one side ran with {SHARE_ONLY:g}% or more of its statement time.")
-    L.append("")
+    lines.append("")
     for w, t, i, why in notes:
-        L.append(f"- {workload_name(w)} at {t} threads: not compared, {labels[i]} has no statements: {why}.")
+        lines.append(f"- {workload_name(w)} at {t} threads: not compared, {labels[i]} has no statements: {why}.")
     if notes:
-        L.append("")
+        lines.append("")
     warn = stats.out_of_reach(family)
     if warn:
         tested = sum(1 for c in family if c.testable)  # the cells Holm adjusts (stats.adjust)
         rest = len(family) - tested
         more = f" ({rest} more cannot be tested: a side with one sample, or no usable figure)" if rest else ""
-        L += [f"> **Warning:** the average latencies are compared in one family of {tested} statement cells{more}. "
+        lines += [f"> **Warning:** the average latencies are compared in one family of {tested} statement cells{more}. "
               f"{warn} Only a plan change or a statement one side alone ran can be listed.", ""]
     if not changed:
-        L.append("No statement's plan or average latency changed by this rule." if compared else
+        lines.append("No statement's plan or average latency changed by this rule." if compared else
                  "No statements to compare.")
-        L.append("")
-        return L
+        lines.append("")
+        return lines
     rows = []
 
-    def med(d, k, digits=3):
+    def median_text(d, k, digits=3):
         return num(statistics.median(d[k]), digits) if d else "—"
 
     def plans(d):
@@ -293,23 +293,23 @@ def section(sets, labels, workloads):
         rows.append([workload_name(r["workload"]), str(r["threads"]), f"`{short(r['text'], 60)}`",
                      ", ".join(r["why"]).replace("only in A", f"only in {labels[0]}").replace(
                          "only in B", f"only in {labels[1]}"),
-                     med(r["a"], "avg"), med(r["b"], "avg"), change, p, plans(r["a"]), plans(r["b"]),
-                     med(r["a"], "rate", 1), med(r["b"], "rate", 1)])
+                     median_text(r["a"], "avg"), median_text(r["b"], "avg"), change, p, plans(r["a"]), plans(r["b"]),
+                     median_text(r["a"], "rate", 1), median_text(r["b"], "rate", 1)])
     a, b = labels
-    L.append(md_table(["Workload", "Threads", "Statement", "Changed", f"{a} avg (ms)", f"{b} avg (ms)", "avg change",
+    lines.append(md_table(["Workload", "Threads", "Statement", "Changed", f"{a} avg (ms)", f"{b} avg (ms)", "avg change",
                        "p", f"{a} plan", f"{b} plan", f"{a} exec/s", f"{b} exec/s"], rows, "lrllrrrlllrr"))
-    L.append("")
+    lines.append("")
     if len(changed) > LISTED:
-        L.append(f"... and {len(changed) - LISTED} more (all are in the run manifests).")
-        L.append("")
-    L.extend(plan_lines(changed[:LISTED], labels))
-    return L
+        lines.append(f"... and {len(changed) - LISTED} more (all are in the run manifests).")
+        lines.append("")
+    lines.extend(plan_lines(changed[:LISTED], labels))
+    return lines
 
 
 def plan_lines(changed, labels):
     """The plans (TiDB's PLAN text, as the run manifests recorded them) of the statements whose plan
     changed, each side's, once per statement and pair of plans."""
-    L, seen = [], set()
+    lines, seen = [], set()
     for r in changed:
         if "plan" not in r["why"]:
             continue
@@ -320,11 +320,11 @@ def plan_lines(changed, labels):
         texts = [[(p, d["plan_text"].get(p)) for p in dict.fromkeys(d["plans"])] for d in (r["a"], r["b"])]
         if not any(t for side in texts for _, t in side):
             continue
-        if not L:
-            L += ["The plans that changed (TiDB's `PLAN` column of the statements summary, as the runs recorded it):", ""]
-        L += [f"**{workload_name(r['workload'])}, {r['threads']} threads: `{short(r['text'], 60)}`**", ""]
+        if not lines:
+            lines += ["The plans that changed (TiDB's `PLAN` column of the statements summary, as the runs recorded it):", ""]
+        lines += [f"**{workload_name(r['workload'])}, {r['threads']} threads: `{short(r['text'], 60)}`**", ""]
         for label, side in zip(labels, texts):
             for p, t in side:
                 t = "\n".join(ln[1:] if ln.startswith("\t") else ln for ln in (t or "(not recorded)").splitlines())
-                L += [f"{label}, plan `{short_plan(p)}`:", "", "```text", t.rstrip(), "```", ""]
-    return L
+                lines += [f"{label}, plan `{short_plan(p)}`:", "", "```text", t.rstrip(), "```", ""]
+    return lines

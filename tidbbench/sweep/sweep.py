@@ -224,7 +224,7 @@ def host_info():
     return info
 
 
-def run_sample(entry, common, threads, results, a, tables, tgt, before=None):
+def run_sample(entry, common, threads, results, a, tables, analyze_target, before=None):
     """One k6 run of one workload (one sample); fills entry, ReportError when it fails."""
     w = entry["workload"]
     if a.reset:
@@ -236,7 +236,7 @@ def run_sample(entry, common, threads, results, a, tables, tgt, before=None):
         entry["reset_seconds"] = round(time.time() - t0, 1)
     if a.analyze:
         t0 = time.time()
-        analyze(tgt(), tables)
+        analyze(analyze_target(), tables)
         entry["analyze_seconds"] = round(time.time() - t0, 1)
     if before:
         before()
@@ -309,7 +309,7 @@ def run_sweep(a, workloads, extra, base, argv):
     print(f"sweep={sweep_id} workloads={','.join(workloads)} threads={a.threads} repeats={a.repeats}", flush=True)
     cache = {}
 
-    def tgt():
+    def analyze_target():
         if "t" not in cache:
             cache["t"] = target(extra, a.mysql_db)
         return cache["t"]
@@ -318,7 +318,7 @@ def run_sweep(a, workloads, extra, base, argv):
         for rep in range(1, a.repeats + 1):
             for w in workloads:
                 entry = {"workload": w, "testid": sample_testid(base, w, rep, a.repeats), "repeat": rep}
-                run_sample(entry, common, a.threads, results, a, tables, tgt)
+                run_sample(entry, common, a.threads, results, a, tables, analyze_target)
                 manifest["runs"].append(entry)
                 save()
     except (ReportError, KeyboardInterrupt) as e:

@@ -144,9 +144,9 @@ def figure_setup(b, target, a):
             else:
                 k6.append(setup_k6(b, target, a, n))
                 sb.append(setup_sysbench(b, target, a, n))
-        med = lambda rows, i: statistics.median(r[i] for r in rows) if all(r[i] is not None for r in rows) else None  # noqa: E731
-        s_rss, s_set, s_all, s_cpu = med(sb, 0), med(sb, 1), med(sb, 2), med(sb, 3)
-        k_rss, k_set, k_all, k_init, k_cpu = med(k6, 0), med(k6, 1), med(k6, 2), med(k6, 3), med(k6, 5)
+        median_of = lambda rows, i: statistics.median(r[i] for r in rows) if all(r[i] is not None for r in rows) else None  # noqa: E731
+        s_rss, s_set, s_all, s_cpu = median_of(sb, 0), median_of(sb, 1), median_of(sb, 2), median_of(sb, 3)
+        k_rss, k_set, k_all, k_init, k_cpu = median_of(k6, 0), median_of(k6, 1), median_of(k6, 2), median_of(k6, 3), median_of(k6, 5)
         ready = min(r[4] or 0 for r in k6)
         print(f"setup: {target} sysbench {n} threads: peak RSS {s_rss:.0f} MiB, {s_rss / n:.2f} MiB per thread; "
               f"from process start to the first measured second {s_set:.1f} s, {s_cpu:.2f} s of CPU "
