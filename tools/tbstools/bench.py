@@ -54,12 +54,12 @@ from pathlib import Path
 
 from tidbbench.k6env import read_k6_env
 from tbstools import benchkit as bk
+from tbstools.benchkit import PORTS, k6_result, sysbench_queries, verdict
 from tbstools import benchscale
 
 ROOT = Path(__file__).resolve().parents[2]
 
 STATE = Path(os.environ.get("TBS_STATE", ROOT / ".stack"))
-PORTS = {"tidb": 4000, "mariadb": 3306}
 SERVER_PID = {"tidb": "tidb.pid", "mariadb": "mariadbd.pid"}
 WORKLOADS = ["oltp_point_select", "oltp_read_only", "oltp_read_write", "oltp_write_only"]
 FIGURES = ["runs", "tax", "scale", "setup", "prepare"]
@@ -177,16 +177,6 @@ def gofloor_env(target):
     return env
 
 
-def sysbench_queries(out):
-    return int(re.search(r"^\s+queries:\s+(\d+)", out, re.M).group(1)), \
-        float(re.search(r"^\s+queries:\s+\d+\s+\(([\d.]+) per sec", out, re.M).group(1))
-
-
-def k6_result(out):
-    testid = re.search(r"testid=(\S+)", out).group(1)
-    return json.loads((ROOT / "results" / f"{testid}.json").read_text())
-
-
 def k6_queries(out):
     step = k6_result(out)["steps"][0]
     return step["queries"]["total"], step["qps"]
@@ -231,10 +221,6 @@ def prepare(target, tables, rows, threads, rounds):
                             k6_env(prepare=True))
         ours.append(tables * rows / wall)
     return statistics.median(sb), statistics.median(ours), statistics.median(ceiling)
-
-
-def verdict(ok):
-    return "ok" if ok else "SHORT"
 
 
 # ---------------------------------------------------------------- runs
@@ -470,6 +456,11 @@ def soak(target, a):
 # ---------------------------------------------------------------- main
 
 
+# the clients as benchscale's figures run them: this module's functions, with the pinning, the
+# sysbench config file and the database main sets up
+CLIENTS = benchscale.Clients(run=run, sysbench_cmd=sysbench_cmd, k6_cmd=k6_cmd, k6_env=k6_env)
+
+
 def parse_args():
     ap = argparse.ArgumentParser(prog="tools/bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--targets", default="mariadb,tidb")
@@ -581,13 +572,13 @@ def main():
             make_tables(scale_target, DB + "_sb", a.tables, a.table_size)
             if PIN:
                 PIN.pin_server(pids[scale_target])
-            benchscale.figure_scale(sys.modules[__name__], scale_target, a)
+            benchscale.figure_scale(CLIENTS, scale_target, a)
         if "setup" in figures:
             make_tables(scale_target, DB, a.tables, a.table_size)
             make_tables(scale_target, DB + "_sb", a.tables, a.table_size)
             if PIN:
                 PIN.pin_server(pids[scale_target])
-            benchscale.figure_setup(sys.modules[__name__], scale_target, a)
+            benchscale.figure_setup(CLIENTS, scale_target, a)
     finally:
         if PIN:
             PIN.restore()

@@ -21,6 +21,23 @@ from tidbbench import sbhist
 # sysbench's latency histogram (defined once, in k6/x/tbs; tidbbench.sbhist reads it): one bucket
 # is a factor of about 1.018, the resolution of any p95 sysbench prints.
 SYSBENCH_BUCKET = sbhist.FACTOR
+ROOT = Path(__file__).resolve().parents[2]
+# the local stack's targets (runtime/stack.json's ports)
+PORTS = {"tidb": 4000, "mariadb": 3306}
+
+
+def sysbench_queries(out):
+    return int(re.search(r"^\s+queries:\s+(\d+)", out, re.M).group(1)), \
+        float(re.search(r"^\s+queries:\s+\d+\s+\(([\d.]+) per sec", out, re.M).group(1))
+
+
+def k6_result(out):
+    testid = re.search(r"testid=(\S+)", out).group(1)
+    return json.loads((ROOT / "results" / f"{testid}.json").read_text())
+
+
+def verdict(ok):
+    return "ok" if ok else "SHORT"
 
 
 # ---------------------------------------------------------------- cores

@@ -1,14 +1,28 @@
 """tools/bench's figures about many threads: `scale` (k6 at 1,500 threads against sysbench at as many
 threads: RSS, CPU, QPS, the time to connect them all) and `setup` (memory per thread and the time
 from the process' start to the step's first measured second, at 100, 500 and 1,500 threads, for
-both clients). `b` is the bench module (tbstools.bench, run as __main__): its run(), commands and
-settings.
+both clients). The clients come as a Clients (tools/bench's run() and commands), the rest from
+tbstools.benchkit.
 """
 import statistics
 import time
 
+from dataclasses import dataclass
+from typing import Callable
+
 from tbstools import benchkit as bk
 from tidbbench import contract
+
+@dataclass(frozen=True)
+class Clients:
+    """How tools/bench runs the two clients (its pinning, sysbench's config file and its database
+    are set up by its main): run(cmd, env, probe=, interval=) -> (output, wall s, CPU s, RSS),
+    sysbench_cmd(target, workload, extra), k6_cmd(script, target, opts), k6_env()."""
+    run: Callable
+    sysbench_cmd: Callable
+    k6_cmd: Callable
+    k6_env: Callable
+
 
 # issue 31's targets: k6's RSS and set-up time at most twice sysbench's
 SETUP_TARGET = 2.0
@@ -22,9 +36,9 @@ def connect_phase_ms(n):
     return contract.connect_seconds(n) * 1000
 
 
-def figure_scale(b, target, a):
+def figure_scale(clients, target, a):
     n = a.scale_threads
-    port = b.PORTS[target]
+    port = bk.PORTS[target]
     connect_ms = connect_phase_ms(n)
     res = {}
     for prog in ("sysbench", "k6"):
@@ -38,16 +52,16 @@ def figure_scale(b, target, a):
             if c >= n and seen["t_all"] is None:
                 seen["t_all"] = time.time()
         if prog == "sysbench":
-            cmd = b.sysbench_cmd(target, "oltp_point_select", [f"--tables={a.tables}", f"--table-size={a.table_size}",
+            cmd = clients.sysbench_cmd(target, "oltp_point_select", [f"--tables={a.tables}", f"--table-size={a.table_size}",
                                                                f"--threads={n}", f"--time={a.seconds}"])
-            out, wall, cpu, rss = b.run(cmd, probe=probe, interval=0.25)
-            total, qps = b.sysbench_queries(out)
+            out, wall, cpu, rss = clients.run(cmd, probe=probe, interval=0.25)
+            total, qps = bk.sysbench_queries(out)
             extra = f"; p95 {bk.sysbench_p95(out):.1f} ms"
         else:
-            out, wall, cpu, rss = b.run(b.k6_cmd("oltp.js", target, {"tables": a.tables, "table_size": a.table_size,
-                                                                     "threads": n, "time": a.seconds}), b.k6_env(),
+            out, wall, cpu, rss = clients.run(clients.k6_cmd("oltp.js", target, {"tables": a.tables, "table_size": a.table_size,
+                                                                     "threads": n, "time": a.seconds}), clients.k6_env(),
                                         probe=probe, interval=0.25)
-            result = b.k6_result(out)
+            result = bk.k6_result(out)
             step = result["steps"][0]
             qps = step["qps"]
             # the first step's scenario starts when setup() returns (run_start)
@@ -92,43 +106,43 @@ def cpu_at(seen, t):
     return before[-1] if before else 0.0
 
 
-def setup_sysbench(b, target, a, n):
+def setup_sysbench(clients, target, a, n):
     """sysbench oltp_point_select at n threads: (peak RSS MiB, set-up s, all connected s or None).
     Set-up: from the process' start to "Threads started!", which sysbench prints when every
     thread has connected and prepared its statements (thread_init) and the barrier lets them go:
     its timer starts there (line-buffered stdout through stdbuf, timed as each line arrives)."""
-    seen, probe = _connections_probe(b.PORTS[target], n)
+    seen, probe = _connections_probe(bk.PORTS[target], n)
     started = {}
 
     def line(text, at):
         if "started" not in started and text.startswith("Threads started!"):
             started["started"] = at
-    cmd = ["stdbuf", "-oL", *b.sysbench_cmd(target, "oltp_point_select", [
+    cmd = ["stdbuf", "-oL", *clients.sysbench_cmd(target, "oltp_point_select", [
         f"--tables={a.tables}", f"--table-size={a.table_size}", f"--threads={n}", f"--time={a.setup_seconds}"])]
     t0 = time.time()
-    out, _, _, rss = b.run(cmd, probe=probe, interval=0.1, on_line=line)
+    out, _, _, rss = clients.run(cmd, probe=probe, interval=0.1, on_line=line)
     if "started" not in started:
         raise SystemExit(f"error: sysbench printed no 'Threads started!' line:\n{out[-2000:]}")
     return (rss, started["started"] - t0, (seen["t_all"] - t0) if seen["t_all"] else None,
             cpu_at(seen, started["started"]))
 
 
-def setup_k6(b, target, a, n):
+def setup_k6(clients, target, a, n):
     """our k6 (oltp.js) at n threads: (peak RSS MiB, set-up s, all connected s or None, VU init s).
     Set-up: from the process' start to the step's measure_start (results JSON, epoch ms); VU
     init: to the run's start (setup(), which k6 runs once every VU is initialized)."""
-    seen, probe = _connections_probe(b.PORTS[target], n)
+    seen, probe = _connections_probe(bk.PORTS[target], n)
     t0 = time.time()
-    out, _, _, rss = b.run(b.k6_cmd("oltp.js", target, {"tables": a.tables, "table_size": a.table_size, "threads": n,
-                                                        "time": a.setup_seconds}), b.k6_env(), probe=probe, interval=0.1)
-    res = b.k6_result(out)
+    out, _, _, rss = clients.run(clients.k6_cmd("oltp.js", target, {"tables": a.tables, "table_size": a.table_size, "threads": n,
+                                                        "time": a.setup_seconds}), clients.k6_env(), probe=probe, interval=0.1)
+    res = bk.k6_result(out)
     step = res["steps"][0]
     run_start = res.get("run_start") or (step["window"]["step_start"] - connect_phase_ms(n))
     return (rss, step["window"]["measure_start"] / 1000 - t0, (seen["t_all"] - t0) if seen["t_all"] else None,
             run_start / 1000 - t0, step.get("vus_ready"), cpu_at(seen, step["window"]["measure_start"] / 1000))
 
 
-def figure_setup(b, target, a):
+def figure_setup(clients, target, a):
     """Memory per thread and set-up time of both clients at each of --setup-threads, --setup-rounds
     rounds. A round runs the two clients back to back, sysbench first in odd rounds and k6 first in
     even ones; the ratios are the median of the rounds' own ratios, with their range: this host's
@@ -139,11 +153,11 @@ def figure_setup(b, target, a):
         sb, k6 = [], []
         for r in range(a.setup_rounds):
             if r % 2 == 0:
-                sb.append(setup_sysbench(b, target, a, n))
-                k6.append(setup_k6(b, target, a, n))
+                sb.append(setup_sysbench(clients, target, a, n))
+                k6.append(setup_k6(clients, target, a, n))
             else:
-                k6.append(setup_k6(b, target, a, n))
-                sb.append(setup_sysbench(b, target, a, n))
+                k6.append(setup_k6(clients, target, a, n))
+                sb.append(setup_sysbench(clients, target, a, n))
         median_of = lambda rows, i: statistics.median(r[i] for r in rows) if all(r[i] is not None for r in rows) else None  # noqa: E731
         s_rss, s_set, s_all, s_cpu = median_of(sb, 0), median_of(sb, 1), median_of(sb, 2), median_of(sb, 3)
         k_rss, k_set, k_all, k_init, k_cpu = median_of(k6, 0), median_of(k6, 1), median_of(k6, 2), median_of(k6, 3), median_of(k6, 5)
@@ -162,6 +176,6 @@ def figure_setup(b, target, a):
             return statistics.median(rs), spread
         (rr, rr_s), (rs, rs_s), (rc, rc_s) = ratio(0, 0), ratio(1, 1), ratio(5, 3)
         print(f"setup: {target} {n} threads k6/sysbench: RSS {rr:.2f}x{rr_s} (target <= {SETUP_TARGET:g}x: "
-              f"{b.verdict(rr <= SETUP_TARGET)}), set-up time {rs:.2f}x{rs_s} (target <= {SETUP_TARGET:g}x: "
-              f"{b.verdict(rs <= SETUP_TARGET)}), set-up CPU {rc:.2f}x{rc_s}; "
+              f"{bk.verdict(rr <= SETUP_TARGET)}), set-up time {rs:.2f}x{rs_s} (target <= {SETUP_TARGET:g}x: "
+              f"{bk.verdict(rs <= SETUP_TARGET)}), set-up CPU {rc:.2f}x{rc_s}; "
               f"{a.setup_rounds} round(s), {a.setup_seconds} s each (medians of each round's ratios)", flush=True)
