@@ -127,3 +127,14 @@ def test_the_connect_phase_is_the_runs_in_every_python_reader(monkeypatch):
     monkeypatch.setenv("connect_time", "7")
     assert drive.connect_s(4) == contract.connect_seconds(1500) == 7
     assert gen_docs.connect_examples(t) == "3 s up to 125 threads, 4 s up to 250 threads, 10 s at 1,000"
+
+
+def test_the_results_folder_is_decided_in_one_place(monkeypatch):
+    # option results_dir from the environment (what k6 and the launcher read), else the contract's
+    # default in the checkout: every Python command's --results default is this
+    monkeypatch.delenv("results_dir", raising=False)
+    assert contract.results_dir() == ROOT / C["options"]["results_dir"]["default"]
+    monkeypatch.setenv("results_dir", "/elsewhere/res")
+    assert str(contract.results_dir()) == "/elsewhere/res"
+    from tidbbench.report import cli as report_cli
+    assert report_cli.parser().parse_args(["TESTID"]).results == "/elsewhere/res"

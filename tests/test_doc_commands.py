@@ -11,7 +11,7 @@ stack.
   by name), as one bash script (`set -euo pipefail`) from the repository's root. Its environment,
   as CONTRIBUTING.md's "Documented commands are tested" says: `mysql_db` names a database of the test's
   own on both targets (made afresh; a command's own `-e mysql_db=`/`--mysql-db` wins),
-  `results_dir` and `TBS_RESULTS_DIR` a folder of its own, conftest's short
+  `results_dir` a folder of its own, conftest's short
   connect_time/grace_time; the placeholders TESTID, BASELINE and CANDIDATE are the testids earlier
   blocks printed (the last; the last two runs of one workload). A block fails the test when a
   command fails.
@@ -138,7 +138,7 @@ def docenv(stack, tmp_path_factory):
     for target in ("tidb", "mariadb"):
         fresh_db(target, DB)
     res = tmp_path_factory.mktemp("doc-results")
-    env = dict(os.environ, mysql_db=DB, results_dir=str(res), TBS_RESULTS_DIR=str(res), GRAFANA_URL="")
+    env = dict(os.environ, mysql_db=DB, results_dir=str(res), GRAFANA_URL="")
     state = {"env": env, "runs": [], "xfailed": []}
     yield state
     named = set()

@@ -43,7 +43,7 @@ def test_the_tier_check_sees_a_file_without_one(tmp_path):
 
 STUB = """#!/bin/sh
 # records one call: the program, its folder, the variables the tiers depend on, its arguments
-{ printf '%s\\t%s\\t%s\\t%s\\t%s' "$(basename "$0")" "$PWD" "${TBS_TIER-<unset>}" "${mysql_db-<unset>}" "${TBS_RESULTS_DIR-<unset>}"
+{ printf '%s\\t%s\\t%s\\t%s\\t%s' "$(basename "$0")" "$PWD" "${TBS_TIER-<unset>}" "${mysql_db-<unset>}" "${results_dir-<unset>}"
   for a in "$@"; do printf '\\t%s' "$a"; done; echo; } >> "$STUB_LOG"
 [ "$(basename "$0")" = go ] && [ -n "${GO_FAILS:-}" ] && exit 1
 exit 0
@@ -52,7 +52,7 @@ exit 0
 
 def run_fast_tier(tmp_path, *args, env=None):
     """scripts/test --fast ARGS with `go` and the venv's python replaced by stubs that record their
-    calls: [(program, folder, TBS_TIER, mysql_db, TBS_RESULTS_DIR, *arguments)] and the exit status."""
+    calls: [(program, folder, TBS_TIER, mysql_db, results_dir, *arguments)] and the exit status."""
     state, bindir, log = tmp_path / "state", tmp_path / "bin", tmp_path / "calls"
     (state / "venv/bin").mkdir(parents=True)
     bindir.mkdir()
@@ -61,7 +61,7 @@ def run_fast_tier(tmp_path, *args, env=None):
         stub.chmod(0o755)
     e = {**os.environ, "TBS_STATE": str(state), "STUB_LOG": str(log), "PATH": f"{bindir}:{os.environ['PATH']}",
          # what a developer's shell may export: the tiers run with the product's defaults instead
-         "mysql_db": "elsewhere", "TBS_RESULTS_DIR": str(tmp_path / "elsewhere"), **(env or {})}
+         "mysql_db": "elsewhere", "results_dir": str(tmp_path / "elsewhere"), **(env or {})}
     e.pop("TBS_TIER", None)
     p = subprocess.run([str(ROOT / "scripts/test"), "--fast", *args], env=e, capture_output=True, text=True, timeout=120)
     calls = [tuple(line.split("\t")) for line in log.read_text().splitlines()] if log.exists() else []

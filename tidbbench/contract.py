@@ -5,6 +5,7 @@ import functools
 import json
 import os
 import re
+from pathlib import Path
 
 from tidbbench import ROOT
 
@@ -51,6 +52,13 @@ def valid(name, c=None):
     if o["type"] == "workload":
         return list(c["workloads"])
     return o.get("valid")
+
+
+def results_dir():
+    """The results folder, decided here for every Python reader: option results_dir from the
+    environment (the name k6 and the launcher read it by; scripts/k6 sets it to the checkout's
+    results/), else the contract's default in the checkout."""
+    return Path(os.environ.get("results_dir") or ROOT / options()["results_dir"]["default"])
 
 
 def read_only_workloads():

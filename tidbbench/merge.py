@@ -23,13 +23,12 @@ Exit codes: 0 merged (even with a missing instance: the manifest names it), 2 ba
 import argparse
 import json
 import math
-import os
 import re
 import sys
 from fractions import Fraction
 from pathlib import Path
 
-from tidbbench import ROOT, sbhist
+from tidbbench import ROOT, contract, sbhist
 from tidbbench.report.fmt import utc as fmt_utc
 # the histogram's bucket of a latency and its width (tests/test_instances.py reads them here)
 bucket, RANGE_MULT = sbhist.bucket, sbhist.RANGE_MULT
@@ -368,8 +367,7 @@ def parse_exit(v):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="scripts/k6 merge", description=__doc__.split("\n\n")[0])
     ap.add_argument("testid", metavar="TESTID")
-    ap.add_argument("--results", default=os.environ.get("results_dir") or
-                    str(ROOT / "results"),
+    ap.add_argument("--results", default=str(contract.results_dir()),
                     help="folder of the instance files (default: $results_dir or results/)")
     ap.add_argument("--exit", action="append", type=parse_exit, default=[], metavar="I=CODE@MS",
                     help="an instance's exit status and end time (epoch ms), as the launcher saw it")

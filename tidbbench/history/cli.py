@@ -22,7 +22,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from tidbbench import ROOT, ReportError
+from tidbbench import ReportError, contract
 from tidbbench.history import cp as hcp
 from tidbbench.history import noise as hnoise
 from tidbbench.history import pg as historypg
@@ -45,8 +45,8 @@ exit codes: 0 fine, 1 --check found a regression, 2 bad input (no index, unknown
 
 
 def common(ap):
-    ap.add_argument("--results", metavar="DIR", default=os.environ.get("TBS_RESULTS_DIR") or str(ROOT / "results"),
-                    help="the results folder (default: $TBS_RESULTS_DIR or results/)")
+    ap.add_argument("--results", metavar="DIR", default=str(contract.results_dir()),
+                    help="the results folder (default: $results_dir or results/)")
     ap.add_argument("--index", metavar="FILE", help="the index (default: <results>/history.sqlite)")
 
 

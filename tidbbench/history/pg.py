@@ -26,12 +26,12 @@ import sqlite3
 import stat
 from pathlib import Path
 
-from tidbbench import ROOT, ReportError
+from tidbbench import ROOT, ReportError, contract
 from tidbbench.history.schema import ORDER, TABLES, columns, pg_ddl, pg_type
 
-# the index scripts/history writes: <results>/history.sqlite, results/ or TBS_RESULTS_DIR as the
-# other commands take it
-DEFAULT_SQLITE = Path(os.environ.get("TBS_RESULTS_DIR") or ROOT / "results") / "history.sqlite"
+# the index scripts/history writes: <results>/history.sqlite, the results folder as the other
+# commands take it (tidbbench.contract.results_dir)
+DEFAULT_SQLITE = contract.results_dir() / "history.sqlite"
 STATE = Path(os.environ.get("TBS_STATE", ROOT / ".stack"))
 DEFAULT_CONNINFO = STATE / "history-db.conninfo"
 

@@ -4,7 +4,7 @@ import os
 import sys
 from pathlib import Path
 
-from tidbbench import ROOT, ReportError
+from tidbbench import ReportError, contract
 from tidbbench.report.manifest import resolve
 from tidbbench.report.prom import Prometheus
 
@@ -44,8 +44,8 @@ def parser():
     ap.add_argument("--grafana-password-file", metavar="FILE", default=os.environ.get("GRAFANA_PASSWORD_FILE") or None,
                     help="the password of the --grafana URL's user (default admin), read from FILE "
                          "(default: $GRAFANA_PASSWORD_FILE)")
-    ap.add_argument("--results", metavar="DIR", default=os.environ.get("TBS_RESULTS_DIR") or str(ROOT / "results"),
-                    help="where the run and sweep manifests are (default: results/)")
+    ap.add_argument("--results", metavar="DIR", default=str(contract.results_dir()),
+                    help="where the run and sweep manifests are (default: $results_dir or results/)")
     return ap
 
 

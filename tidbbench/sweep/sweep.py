@@ -66,8 +66,8 @@ def parser():
     ap.add_argument("-e", "--env", dest="extra", action="append", default=[], metavar="NAME=VALUE",
                     help="any other k6 option for every run (as scripts/k6 run -e), e.g. -e preset=tidb")
     ap.add_argument("--id", help="sweep id (default: a timestamp); testids are <id>-<workload>")
-    ap.add_argument("--results", default=os.environ.get("TBS_RESULTS_DIR") or str(ROOT / "results"),
-                    help="where run and sweep manifests go (default: results/)")
+    ap.add_argument("--results", default=str(contract.results_dir()),
+                    help="where run and sweep manifests go (default: $results_dir or results/)")
     ap.add_argument("--out", help="report folder (scripts/report --out)")
     ap.add_argument("--prometheus", help="scripts/report --prometheus")
     ap.add_argument("--grafana", help="scripts/report --grafana")

@@ -65,12 +65,15 @@ func launch(o *runOpts, args []string) error {
 	if err != nil {
 		return err
 	}
+	// the results folder: option results_dir, else the contract's default (k6/contract.json's
+	// own, "results", when the script has no contract beside it)
+	results := "results"
 	if r.isRun() {
-		def := "results" // k6/contract.json's, when the script has no contract beside it
 		if c, err := loadContract(r.script); err == nil {
-			def = c.defaultOf("results_dir")
+			results = c.defaultOf("results_dir")
 		}
-		if err := checkResults(r.option(env, "results_dir", def)); err != nil {
+		results = r.option(env, "results_dir", results)
+		if err := checkResults(results); err != nil {
 			return err
 		}
 	}
@@ -105,7 +108,7 @@ func launch(o *runOpts, args []string) error {
 			k6args = append([]string{"run", "-e", "testid=" + id}, r.k6...)
 		}
 		if fileSafe.MatchString(id) {
-			o.webExport(env, r.option(env, "results_dir", "results"), id)
+			o.webExport(env, results, id)
 		}
 		if o.runLogs != "" && fileSafe.MatchString(id) { // else k6 rejects the testid itself
 			if err := os.MkdirAll(o.runLogs, 0o755); err == nil { //nolint:gosec // read by promtail/Alloy
