@@ -44,8 +44,9 @@ export function instanceOf(options) {
 }
 
 // hostFacts: the load generator's CPU model, cores and memory, and k6's version, as the one
-// who started k6 gathered them into TBS_HOST_FACTS (JSON): scripts/k6 locally, k8s/render-testrun
-// on Kubernetes; a stock k6 run (compose's included) has none.
+// who started k6 gathered them into TBS_HOST_FACTS (JSON): the launcher core (k6/ext/launch
+// hostfacts.go) for scripts/k6 and compose's k6 services, k8s/render-testrun on Kubernetes;
+// a stock `k6 run` has none.
 export function hostFacts() {
   try {
     return JSON.parse(__ENV.TBS_HOST_FACTS || '{}');

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // runArgs is a `k6 run` command line as the launchers get it: k6's own flags, the options as
@@ -125,8 +126,32 @@ type contract struct {
 	re *regexp.Regexp
 }
 
+// contracts: each contract.json read, by path: a launch reads its contract once, however many
+// of its steps (the results folder, the split's plan, the target) need it.
+var contracts = struct {
+	sync.Mutex
+	byPath map[string]*contract
+}{byPath: map[string]*contract{}}
+
+// loadContract: the contract beside the script (read once per process).
 func loadContract(script string) (*contract, error) {
 	path := filepath.Join(filepath.Dir(script), "contract.json")
+	contracts.Lock()
+	defer contracts.Unlock()
+	if c, ok := contracts.byPath[path]; ok {
+		return c, nil
+	}
+	c, err := readContract(path)
+	if err == nil {
+		contracts.byPath[path] = c
+	}
+	return c, err
+}
+
+var contractReads int // how many times a contract.json was read (a test counts them)
+
+func readContract(path string) (*contract, error) {
+	contractReads++
 	b, err := os.ReadFile(path) //nolint:gosec // the repository's own file beside the script
 	if err != nil {
 		return nil, fmt.Errorf("reading %s (k6/contract.json, beside the script): %w", path, err)

@@ -61,6 +61,7 @@ func launch(o *runOpts, args []string) error {
 	}
 	env, overridden := Settings(env, stack, r.opts)
 	o.sayOverridden(overridden)
+	o.addHostFacts(env) // every mode the launcher starts: scripts/k6, compose's k6 services
 	self, err := os.Executable()
 	if err != nil {
 		return err
