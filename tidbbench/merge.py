@@ -29,7 +29,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from tidbbench import ROOT, contract, sbhist
-from tidbbench.report.fmt import utc as fmt_utc
+from tidbbench.report.fmt import utc
 # the histogram's bucket of a latency and its width (tests/test_instances.py reads them here)
 bucket, RANGE_MULT = sbhist.bucket, sbhist.RANGE_MULT
 
@@ -337,22 +337,18 @@ def summary_table(m):
     return "\n".join(lines)
 
 
-def utc(ms):
-    return fmt_utc(ms, unknown="an unknown time")
-
-
 def died_text(e):
     """One sentence on an instance that did not finish (the report uses it too)."""
     code = e.get("exit_status")
     text = f"instance {e['id']} ({e['segment']}) did not finish (exit status {code if code is not None else 'unknown'})"
     mf = e.get("missing_from")
     if mf and mf.get("no_file"):
-        text += (f": it ended at {utc(mf.get('at'))}"
+        text += (f": it ended at {utc(mf.get('at'), 'an unknown time')}"
                  + (f", during the {mf['threads']}-thread step" if mf.get("threads") is not None else "")
                  + ", and left no results file, so none of its counts are known; "
                  f"steps without it: {', '.join(map(str, mf['steps']))}; their figures are of the other instances")
     elif mf:
-        text += (f": missing from the {mf['threads']}-thread step on, from {utc(mf.get('at'))}; "
+        text += (f": missing from the {mf['threads']}-thread step on, from {utc(mf.get('at'), 'an unknown time')}; "
                  f"steps without it: {', '.join(map(str, mf['steps']))}; their figures are of the other instances")
     return text
 

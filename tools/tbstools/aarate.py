@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from tidbbench import ROOT, ReportError
+from tidbbench import ROOT, ReportError, contract
 from tidbbench.k6env import new_testid
 
 
@@ -39,7 +39,8 @@ def args_of(argv):
     ap.add_argument("--time", type=int, default=1, help="seconds measured per step (default 1)")
     ap.add_argument("--db", default="sbtest_stats_aa", help="its own database (default sbtest_stats_aa)")
     ap.add_argument("--id", default=None, help="plan id (default aa-<timestamp>); the same id resumes")
-    ap.add_argument("--results", default=str(ROOT / "results"), help="results folder (default results/)")
+    ap.add_argument("--results", default=str(contract.results_dir()),
+                    help="results folder (default: $results_dir or results/)")
     ap.add_argument("--count-only", action="store_true", help="count the pairs already run, run nothing")
     ap.add_argument("--keep-db", action="store_true", help="do not drop the database at the end")
     a = ap.parse_args(argv)
