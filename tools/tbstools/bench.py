@@ -567,18 +567,13 @@ def main():
             return
         for target in targets:
             figures_of_target(target, targets, figures, pids, a)
-        if "scale" in figures:
-            make_tables(scale_target, DB, a.tables, a.table_size)
-            make_tables(scale_target, DB + "_sb", a.tables, a.table_size)
-            if PIN:
-                PIN.pin_server(pids[scale_target])
-            benchscale.figure_scale(CLIENTS, scale_target, a)
-        if "setup" in figures:
-            make_tables(scale_target, DB, a.tables, a.table_size)
-            make_tables(scale_target, DB + "_sb", a.tables, a.table_size)
-            if PIN:
-                PIN.pin_server(pids[scale_target])
-            benchscale.figure_setup(CLIENTS, scale_target, a)
+        for name, figure in (("scale", benchscale.figure_scale), ("setup", benchscale.figure_setup)):
+            if name in figures:  # both clients' tables on the scale target, its server pinned
+                make_tables(scale_target, DB, a.tables, a.table_size)
+                make_tables(scale_target, DB + "_sb", a.tables, a.table_size)
+                if PIN:
+                    PIN.pin_server(pids[scale_target])
+                figure(CLIENTS, scale_target, a)
     finally:
         if PIN:
             PIN.restore()

@@ -233,18 +233,17 @@ func checkDataShapes(t *testing.T, dts map[string]map[string]dtsMember, m *Modul
 		}
 	}
 	sameNames(t, "LatencyHistogramSpec", specNames, sortedKeys(dts["LatencyHistogramSpec"]))
-	var randSpec []string
-	rs := reflect.TypeOf(RandSpec{})
-	for i := 0; i < rs.NumField(); i++ {
-		randSpec = append(randSpec, common.FieldName(rs, rs.Field(i)))
+	for iface, v := range map[string]any{"RandSpec": RandSpec{}, "LoopSpec": LoopSpec{}} {
+		sameNames(t, iface, jsFieldNames(reflect.TypeOf(v)), sortedKeys(dts[iface]))
 	}
-	sort.Strings(randSpec)
-	sameNames(t, "RandSpec", randSpec, sortedKeys(dts["RandSpec"]))
-	var loopSpec []string
-	ls := reflect.TypeOf(LoopSpec{})
-	for i := 0; i < ls.NumField(); i++ {
-		loopSpec = append(loopSpec, common.FieldName(ls, ls.Field(i)))
+}
+
+// jsFieldNames: a struct's fields as JavaScript sees them (k6's common.FieldName), sorted.
+func jsFieldNames(typ reflect.Type) []string {
+	var names []string
+	for i := 0; i < typ.NumField(); i++ {
+		names = append(names, common.FieldName(typ, typ.Field(i)))
 	}
-	sort.Strings(loopSpec)
-	sameNames(t, "LoopSpec", loopSpec, sortedKeys(dts["LoopSpec"]))
+	sort.Strings(names)
+	return names
 }
