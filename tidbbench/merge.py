@@ -320,13 +320,13 @@ def merge_fairness(parts):
 def summary_table(m):
     lines = [f"merged {len(m['instances'])} instance(s) of testid {m['testid']}:"]
     for e in m["instances"]:
-        lg = e.get("load_generator") or {}
+        load_generator = e.get("load_generator") or {}
         what = f"steps {','.join(map(str, e['steps_completed'])) or 'none'}"
         if "missing_from" in e:
             mf = e["missing_from"]
             what += f"; missing from the {mf['threads']}-thread step"
             what += " (no results file)" if mf.get("no_file") else ""
-        lines.append(f"  instance {e['id']} ({e['segment']}) on {lg.get('hostname', '?')}: exit "
+        lines.append(f"  instance {e['id']} ({e['segment']}) on {load_generator.get('hostname', '?')}: exit "
                      f"{e['exit_status'] if e['exit_status'] is not None else 'unknown'}, {what}")
     lines.append("")
     lines.append("| Threads | QPS | TPS | 95% latency (ms) | avg latency (ms) | errors | instances |")

@@ -73,19 +73,19 @@ def hosts():
 # 6. Logs (Loki)
 # ---------------------------------------------------------------------------------------------
 def logs():
-    lg = matchers("logs")
+    log_streams = matchers("logs")
     items = [
         row("Logs of the time range (open it from the Run table of the Benchmark run dashboard)"),
         panel("timeseries", "Log lines by service",
               "Log lines per interval, by service.",
-              "short", [target(f'sum by (service) (count_over_time({{{lg}}} |~ "$search" [$__interval]))',
+              "short", [target(f'sum by (service) (count_over_time({{{log_streams}}} |~ "$search" [$__interval]))',
                                "{{service}}", ds=LOKI)],
               ds=LOKI, w=12, h=7, custom={"drawStyle": "bars", "fillOpacity": 60,
                                           "stacking": {"mode": "normal", "group": "A"}}),
         panel("timeseries", "Errors and warnings by service",
               "Log lines mentioning an error, warning, panic or fatal condition, by service (0 for a service with none).",
-              "short", [target(f'sum by (service) (count_over_time({{{lg}}} |~ "(?i)(error|warn|panic|fatal)" [$__interval]))'
-                               f' or sum by (service) (0 * count_over_time({{{lg}}} [$__interval]))',
+              "short", [target(f'sum by (service) (count_over_time({{{log_streams}}} |~ "(?i)(error|warn|panic|fatal)" [$__interval]))'
+                               f' or sum by (service) (0 * count_over_time({{{log_streams}}} [$__interval]))',
                                "{{service}}", ds=LOKI)],
               ds=LOKI, w=12, h=7, custom={"drawStyle": "bars", "fillOpacity": 60,
                                           "stacking": {"mode": "normal", "group": "A"}}),
@@ -95,7 +95,7 @@ def logs():
               "none", [target('{service="k6-run", testid=~"$testid"} |~ "$search"', ds=LOKI)], ds=LOKI, w=24, h=10),
         panel("logs", "Logs",
               "Log lines of the chosen services in the time range, newest first, filtered by the search text.",
-              "none", [target(f'{{{lg}}} |~ "$search"', ds=LOKI)], ds=LOKI, w=24, h=20),
+              "none", [target(f'{{{log_streams}}} |~ "$search"', ds=LOKI)], ds=LOKI, w=24, h=20),
     ]
     variables = [
         testid_var(single=False),

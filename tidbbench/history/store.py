@@ -160,7 +160,7 @@ def fingerprint_parts(m, entry=None, sweep=None):
     """What the run recorded about its settings, as the "what differs" section compares them: the
     global variables (less the volatile ones), version, options, the load generator's host and
     the sample's host, the data (reset, ANALYZE)."""
-    lg = m.get("load_generator") or {}
+    load_generator = m.get("load_generator") or {}
     host = (entry or {}).get("host") or {}
     return {
         "variables": {k: v for k, v in (m.get("target_variables") or {}).items() if k not in VOLATILE},
@@ -168,7 +168,7 @@ def fingerprint_parts(m, entry=None, sweep=None):
         "product": m.get("product", ""),
         "options": {k: commands.value_text(v) for k, v in (m.get("options") or {}).items()
                     if k not in commands.NEVER and k != "mysql_password"},
-        "host": {k: lg.get(k) for k in ("hostname", "cpu_model", "cpu_cores", "memory_gib", "gomaxprocs", "k6")}
+        "host": {k: load_generator.get(k) for k in ("hostname", "cpu_model", "cpu_cores", "memory_gib", "gomaxprocs", "k6")}
         | {f"sample_{k}": host.get(k) for k in ("kernel", "cores", "memory_gib")},
         "data": {k: (sweep or {}).get(k) for k in ("reset", "analyze")},
     }
