@@ -43,7 +43,7 @@ def test_tidb_version_is_truthful(stack):
 def both_services():
     """The services `scripts/stack up --target both` runs (Grafana where it is installed)."""
     out = ["tidb", "mariadb", "mysqld_exporter", "process_exporter", "history_db", "prometheus", "loki",
-           "node_exporter", "promtail"]
+           "node_exporter", "otelcol"]
     return out + (["grafana"] if shutil.which("grafana") or shutil.which("grafana-server") else [])
 
 
@@ -145,7 +145,7 @@ def test_point_select_end_to_end(stack, target):
 
 
 def test_logs_reach_loki(stack):
-    """promtail ships the stack's log files: TiDB's log lines are in Loki by service."""
+    """The log shipper (otelcol) ships the stack's log files: TiDB's log lines are in Loki by service."""
     import json
     import urllib.parse
     import urllib.request

@@ -7,8 +7,9 @@ TIDB_PARSER_VERSION=v0.0.0-20251126154744-e4e814fdc0af
 TIDB_GIT_HASH=e4e814fdc0af
 TIDB_RELEASE="${TIDB_MODULE_VERSION}+module-build"
 LOKI_VERSION=v3.7.8
-# promtail is no longer in Loki's module after v3.5; v3.5.3 is its last home there.
-PROMTAIL_VERSION=v3.5.3
+# The OpenTelemetry Collector release of the local log shipper (otelcol/go.mod: the contrib
+# modules at this version, the core ones of the same release; scripts/build checks they agree).
+OTELCOL_VERSION=v0.165.1
 COMPOSE_VERSION=v2.40.3
 # Prometheus: the same release as compose's image (.env PROMETHEUS_IMAGE); module v0.3MM.P = v3.MM.P
 PROMETHEUS_VERSION=v3.13.5
