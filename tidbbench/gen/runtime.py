@@ -86,7 +86,8 @@ def otelcol(defn):
         f"attributes ({', '.join(otlp_labels(defn))}); loki/loki.yaml's otlp_config, generated from "
         "the same definition, makes them index labels. Compose ships the containers' logs with Alloy "
         "(compose/alloy/config.alloy) with the same labels. scripts/stack sets STACK_LOGS and OTELCOL_DATA.")
-    out += "extensions:\n  file_storage:\n    directory: ${env:OTELCOL_DATA}\n    create_directory: true\n\nreceivers:\n"
+    out += ("extensions:\n  file_storage:\n    directory: ${env:OTELCOL_DATA}\n    create_directory: true\n\n"
+            "receivers:\n")
     names = []
     for svc, what in logs["local"].items():
         names.append(f"file_log/{svc}")
