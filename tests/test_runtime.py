@@ -192,6 +192,25 @@ def test_log_labels_are_the_same_in_both_modes():
 
 
 @pytest.mark.full
+def test_the_collector_accepts_its_generated_config(tmp_path):
+    """bin/otelcol (scripts/build otelcol) loads otelcol/local.yaml with every component it names,
+    and refuses a key its receiver does not have (so the check can fail)."""
+    binary = ROOT / "bin/otelcol"
+    assert binary.exists(), "no bin/otelcol: run scripts/build otelcol"
+    env = {"PATH": "/usr/bin:/bin", "STACK_LOGS": str(tmp_path / "logs"), "OTELCOL_DATA": str(tmp_path / "data")}
+
+    def validate(config):
+        return subprocess.run([str(binary), "validate", f"--config={config}"], capture_output=True, text=True,
+                              timeout=60, env=env)
+    p = validate(ROOT / "otelcol/local.yaml")
+    assert p.returncode == 0, p.stdout + p.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((ROOT / "otelcol/local.yaml").read_text().replace("include_file_path:", "include_file_paths:", 1))
+    p = validate(bad)
+    assert p.returncode != 0 and "include_file_paths" in p.stdout + p.stderr, p.stdout + p.stderr
+
+
+@pytest.mark.full
 def test_local_logs_arrive_with_the_definitions_labels(stack):
     with urllib.request.urlopen(f"{LOKI}/loki/api/v1/labels", timeout=10) as r:
         names = set(json.load(r)["data"])
