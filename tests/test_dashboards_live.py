@@ -156,7 +156,7 @@ def run_for(dash, runs):
 
 # ------------------------------------------------------------------------------ panels
 # how long after the runs' end a panel query may take to return data: scrapes (5 s) and rate
-# windows ($__rate_interval 20s) past the end of the last run, and promtail, catching up. A query
+# windows ($__rate_interval 20s) past the end of the last run, and the log shipper (otelcol), catching up. A query
 # without data is asked again until then (it was a fixed wait of 25 s before any query).
 SETTLE_S = 40
 

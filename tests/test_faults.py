@@ -224,7 +224,7 @@ def test_short_soak_with_a_fault_keeps_memory_and_descriptors_flat(sb):
     ca, cb = row["k6_conns"]
     assert cb <= ca + 2, row
     assert row["reconnects"] >= 8 and row["gap_s"] >= 3, row
-    for name in ("prometheus", "loki", "promtail"):
+    for name in ("prometheus", "loki", "otelcol"):
         a, b, _ = row[f"{name}_rss_kb"]
         assert b <= a * 1.5 + 64 * 1024, (name, row[f"{name}_rss_kb"])
 
@@ -259,10 +259,10 @@ def test_service_commands_name_a_bad_service_and_the_valid_ones(tmp_path):
 
 def test_kill_pause_resume_and_a_bounded_down(tmp_path):
     """kill is -9 at once and leaves the pid file (status: dead); pause and resume stop and
-    continue the process (status: paused); down stops promtail first and a service that ignores
+    continue the process (status: paused); down stops otelcol (the log shipper) first and a service that ignores
     SIGTERM after its bounded wait (5 s), and nothing `up` did not start."""
     stubborn = "trap '' TERM; while :; do sleep 0.1; done"
-    procs = _fake_stack(tmp_path, promtail=stubborn, node_exporter="sleep 300", loki="sleep 300", tidb="sleep 300")
+    procs = _fake_stack(tmp_path, otelcol=stubborn, node_exporter="sleep 300", loki="sleep 300", tidb="sleep 300")
     other = subprocess.Popen(["sleep", "300"], start_new_session=True)
     try:
         p = _stack(tmp_path, "kill", "loki")
@@ -281,10 +281,10 @@ def test_kill_pause_resume_and_a_bounded_down(tmp_path):
         assert p.returncode == 0, p.stderr
         # it waited (bash counts whole seconds: 4-5 s) before the kill, and not much longer
         assert 4 <= took < 10, (took, p.stderr)
-        assert "promtail did not stop in 5s; killing it" in p.stderr, p.stderr
+        assert "otelcol did not stop in 5s; killing it" in p.stderr, p.stderr
         order = [line.split("stopping ")[1].split()[0] for line in p.stderr.splitlines() if "stopping " in line]
-        assert order == ["promtail", "node_exporter", "tidb"], order
-        for name in ("promtail", "node_exporter", "tidb"):
+        assert order == ["otelcol", "node_exporter", "tidb"], order
+        for name in ("otelcol", "node_exporter", "tidb"):
             assert procs[name].wait(timeout=5) is not None
         assert not list((tmp_path / "run").glob("*.pid"))
         assert other.poll() is None  # not ours: untouched

@@ -50,7 +50,7 @@ def test_notice_is_generated_from_the_pins():
     mod = notice_module(ROOT)
     # every pinned version is in it, each from the file that pins it
     versions = mod.shell_vars(ROOT / "scripts/lib/versions.sh")
-    for key in ("TIDB_MODULE_VERSION", "PROMETHEUS_VERSION", "LOKI_VERSION", "PROMTAIL_VERSION", "COMPOSE_VERSION"):
+    for key in ("TIDB_MODULE_VERSION", "PROMETHEUS_VERSION", "LOKI_VERSION", "OTELCOL_VERSION", "COMPOSE_VERSION"):
         assert f"| {versions[key]} |" in notice, key
     env = mod.shell_vars(ROOT / ".env")
     assert f"| {env['TIDB_VERSION']} |" in notice
@@ -65,7 +65,7 @@ def test_notice_is_generated_from_the_pins():
     # what the issue names, with its licence
     for name, lic in [("k6", "AGPL-3.0-only"), ("xk6-sql", "Apache-2.0"), ("Go MySQL driver", "MPL-2.0"),
                       ("TiDB", "Apache-2.0"), ("Prometheus", "Apache-2.0"), ("Loki", "AGPL-3.0-only"),
-                      ("promtail", "Apache-2.0"), ("Grafana", "AGPL-3.0-only"), ("node_exporter", "Apache-2.0"),
+                      ("OpenTelemetry Collector", "Apache-2.0"), ("Grafana", "AGPL-3.0-only"), ("node_exporter", "Apache-2.0"),
                       ("MariaDB", "GPL-2.0-only"), ("sysbench", "GPL-2.0-or-later")]:
         assert re.search(rf"^\| {re.escape(name)}\b[^|]*\| [^|]+ \| {re.escape(lic)}", notice, re.M), name
 

@@ -147,15 +147,32 @@ def test_k6_remote_write_is_the_same_in_both_modes_with_the_contracts_push_inter
         assert {k: env.get(k) for k in compose} == compose, svc
 
 
+def otelcol_config():
+    return yaml.safe_load((ROOT / "otelcol/local.yaml").read_text())
+
+
 def test_log_labels_are_the_same_in_both_modes():
     labels = set(DEFN["logs"]["labels"])
-    # local: promtail's static labels, one stream per service
-    pt = yaml.safe_load((ROOT / "loki/promtail-local.yaml").read_text())
-    runs = DEFN["logs"]["runs"]
-    entries = [sc for job in pt["scrape_configs"] if job["job_name"] != runs["service"] for sc in job["static_configs"]]
-    assert [e["labels"]["service"] for e in entries] == list(DEFN["logs"]["local"])
-    for e in entries:
-        assert set(e["labels"]) - {"__path__"} == labels and e["labels"]["mode"] == "local"
+    runs, file_label = DEFN["logs"]["runs"], DEFN["logs"]["file_label"]
+    # local: the collector's file receivers set the labels as resource attributes, one receiver
+    # (one file) per service, and each line's file path as the file label
+    oc = otelcol_config()
+    recv = oc["receivers"]
+    services = {k: v for k, v in recv.items() if k != "file_log/" + runs["service"]}
+    assert [r["resource"]["service"] for r in services.values()] == list(DEFN["logs"]["local"])
+    move = {"type": "move", "from": 'attributes["log.file.path"]', "to": f'resource["{file_label}"]'}
+    for name, r in services.items():
+        svc = r["resource"]["service"]
+        assert name == f"file_log/{svc}" and set(r["resource"]) == labels and r["resource"]["mode"] == "local"
+        assert r["include"] == ["${env:STACK_LOGS}/" + svc + ".log"] and r["include_file_path"] is True
+        assert r["operators"] == [move], name
+    assert oc["service"]["pipelines"]["logs"]["receivers"] == list(recv)
+    # Loki indexes exactly those resource attributes as labels (besides its OpenTelemetry defaults)
+    loki = yaml.safe_load((ROOT / "loki/loki.yaml").read_text())
+    [index] = loki["limits_config"]["otlp_config"]["resource_attributes"]["attributes_config"]
+    assert index == {"action": "index_label", "attributes": [*DEFN["logs"]["labels"], runs["label"], file_label]}
+    assert oc["exporters"]["otlp_http/loki"] == {
+        "logs_endpoint": f"http://127.0.0.1:{DEFN['ports']['local']['loki']}/otlp/v1/logs"}
     # compose: Alloy sets service by rule and mode as a fixed label
     alloy = (ROOT / "compose/alloy/config.alloy").read_text()
     assert 'target_label  = "service"' in alloy and 'labels           = {mode = "compose"}' in alloy
@@ -164,14 +181,33 @@ def test_log_labels_are_the_same_in_both_modes():
     # the services both modes run log under the same service name
     assert {"tidb", "k6"} <= set(DEFN["logs"]["local"]) & set(DEFN["logs"]["compose"])
     # a k6 run's own lines: one file per testid, the same service and label in both modes
-    [job] = [j for j in pt["scrape_configs"] if j["job_name"] == runs["service"]]
-    [sc] = job["static_configs"]
-    assert sc["labels"] == {"service": runs["service"], "mode": "local",
-                            "__path__": "${STACK_LOGS}/" + runs["local"] + "/*.log"}
-    assert {"labels": {runs["label"]: ""}} in job["pipeline_stages"]
+    run = recv["file_log/" + runs["service"]]
+    assert run["resource"] == {"service": runs["service"], "mode": "local"}
+    assert run["include"] == ["${env:STACK_LOGS}/" + runs["local"] + "/*.log"]
+    assert run["operators"] == [move, {"type": "regex_parser", "parse_from": f'resource["{file_label}"]',
+                                       "regex": f"/(?P<{runs['label']}>[^/]+)\\.log$", "parse_to": "resource"}]
     assert f'path_targets = [{{"__path__" = "{runs["compose"]}/*.log", "service" = "{runs["service"]}", ' \
            '"mode" = "compose"}]' in alloy
     assert model("k6")["services"]["k6"]["environment"]["TBS_RUN_LOGS"] == runs["compose"]
+
+
+@pytest.mark.full
+def test_the_collector_accepts_its_generated_config(tmp_path):
+    """bin/otelcol (scripts/build otelcol) loads otelcol/local.yaml with every component it names,
+    and refuses a key its receiver does not have (so the check can fail)."""
+    binary = ROOT / "bin/otelcol"
+    assert binary.exists(), "no bin/otelcol: run scripts/build otelcol"
+    env = {"PATH": "/usr/bin:/bin", "STACK_LOGS": str(tmp_path / "logs"), "OTELCOL_DATA": str(tmp_path / "data")}
+
+    def validate(config):
+        return subprocess.run([str(binary), "validate", f"--config={config}"], capture_output=True, text=True,
+                              timeout=60, env=env)
+    p = validate(ROOT / "otelcol/local.yaml")
+    assert p.returncode == 0, p.stdout + p.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((ROOT / "otelcol/local.yaml").read_text().replace("include_file_path:", "include_file_paths:", 1))
+    p = validate(bad)
+    assert p.returncode != 0 and "include_file_paths" in p.stdout + p.stderr, p.stdout + p.stderr
 
 
 @pytest.mark.full
@@ -190,8 +226,8 @@ def test_local_logs_arrive_with_the_definitions_labels(stack):
 
 @pytest.mark.full
 def test_a_runs_k6_lines_arrive_with_its_testid(stack):
-    """scripts/k6 writes a run's lines to logs/k6-runs/<testid>.log too; promtail ships them as
-    service k6-run with the label testid, which the Logs dashboard's run panel selects on."""
+    """scripts/k6 writes a run's lines to logs/k6-runs/<testid>.log too; the collector ships them
+    as service k6-run with the label testid, which the Logs dashboard's run panel selects on."""
     import time
     from conftest import fresh_db, k6
     testid = "logs-" + time.strftime("%H%M%S") + "-" + str(time.time_ns() % 100000)
@@ -202,14 +238,23 @@ def test_a_runs_k6_lines_arrive_with_its_testid(stack):
     q = urllib.parse.urlencode({"query": f'{{service="{runs["service"]}", {runs["label"]}="{testid}"}}',
                                 "start": str(int((time.time() - 600) * 1e9)), "limit": "1000"})
     lines = []
-    for _ in range(30):  # promtail's sync and push
+    for _ in range(30):  # the collector's poll (200 ms) and push
         with urllib.request.urlopen(f"{LOKI}/loki/api/v1/query_range?{q}", timeout=10) as r:
             lines = [v[1] for st in json.load(r)["data"]["result"] for v in st["values"]]
         if any(f"testid={testid}" in line for line in lines):
             break
         time.sleep(1)
     assert any(f"testid={testid}" in line for line in lines), lines[:5]
-    assert (STATE / "logs" / runs["local"] / f"{testid}.log").is_file()
+    path = STATE / "logs" / runs["local"] / f"{testid}.log"
+    assert path.is_file()
+    # the stream's index labels are the ones promtail gave it: the definition's, the testid, the
+    # file's path, and service_name, which Loki derives from service
+    q = urllib.parse.urlencode({"match[]": f'{{{runs["label"]}="{testid}"}}',
+                                "start": str(int((time.time() - 600) * 1e9))})
+    with urllib.request.urlopen(f"{LOKI}/loki/api/v1/series?{q}", timeout=10) as r:
+        series = json.load(r)["data"]
+    assert series == [{"service": runs["service"], "mode": "local", runs["label"]: testid,
+                       DEFN["logs"]["file_label"]: str(path), "service_name": runs["service"]}], series
 
 
 def test_grafana_gets_the_same_settings_in_both_modes():
@@ -249,7 +294,7 @@ def test_ports_are_one_set_for_both_modes():
 @pytest.mark.full
 def test_the_local_services_listen_on_the_definitions_ports(stack):
     import socket
-    for svc in ("tidb", "tidb_status", "mariadb", "prometheus", "loki", "node_exporter", "promtail",
+    for svc in ("tidb", "tidb_status", "mariadb", "prometheus", "loki", "node_exporter", "otelcol",
                 "mysqld_exporter", "process_exporter", "history_db"):
         with socket.create_connection(("127.0.0.1", DEFN["ports"]["local"][svc]), timeout=5):
             pass

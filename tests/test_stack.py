@@ -35,15 +35,22 @@ def test_stack_services_ready(stack):
 
 
 def test_tidb_version_is_truthful(stack):
+    """The local TiDB names itself by its release line and commit (scripts/lib/versions.sh), not
+    by the module proxy's pseudo-version, in tidb_version() and VERSION()."""
+    from test_tidb_version import TARGET_JS_RELEASE, versions
+    want = versions()
     (v,), = sql("tidb", "SELECT tidb_version()")
-    assert "Git Commit Hash: e4e814fdc0af" in v
-    assert "module-build" in v
+    assert TARGET_JS_RELEASE.search(v).group(1) == want["TIDB_RELEASE"] == "v8.5-e4e814fdc0af+go-module-proxy", v
+    assert "Git Commit Hash: e4e814fdc0af\n" in v and "Git Branch: release-8.5\n" in v, v
+    assert "v1.1.0" not in v
+    (server,), = sql("tidb", "SELECT VERSION()")
+    assert server == "8.0.11-TiDB-" + want["TIDB_RELEASE"]
 
 
 def both_services():
     """The services `scripts/stack up --target both` runs (Grafana where it is installed)."""
     out = ["tidb", "mariadb", "mysqld_exporter", "process_exporter", "history_db", "prometheus", "loki",
-           "node_exporter", "promtail"]
+           "node_exporter", "otelcol"]
     return out + (["grafana"] if shutil.which("grafana") or shutil.which("grafana-server") else [])
 
 
@@ -145,7 +152,7 @@ def test_point_select_end_to_end(stack, target):
 
 
 def test_logs_reach_loki(stack):
-    """promtail ships the stack's log files: TiDB's log lines are in Loki by service."""
+    """The log shipper (otelcol) ships the stack's log files: TiDB's log lines are in Loki by service."""
     import json
     import urllib.parse
     import urllib.request

@@ -34,7 +34,8 @@ SEL = {
     "db_tidb": 'job=~"tidb|tikv|pd"',
     "db_mysql": 'job="process", groupname=~"mariadbd|mysqld"',
     # Which of the two a run measured, from its version label: TiDB's release starts with "v"
-    # (v8.5.6, v1.1.0-beta...+module-build), MySQL's and MariaDB's with a digit (10.11.14-MariaDB).
+    # (v8.5.6; the local build's v8.5-e4e814fdc0af+go-module-proxy), MySQL's and MariaDB's with a
+    # digit (10.11.14-MariaDB).
     "version_tidb": 'version=~"v.*"',
     "version_mysql": 'version!~"v.*"',
 }

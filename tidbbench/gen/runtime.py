@@ -2,7 +2,8 @@
   prometheus/prometheus.yml's scrape_configs                               (the jobs, both modes)
   prometheus/targets/local/<job>.yml, prometheus/targets/compose/<job>.yml  (scrape targets)
   k8s/prometheus/tidb-operator-scrape.yml                                  (Kubernetes' jobs)
-  loki/promtail-local.yaml                                                 (local log labels)
+  otelcol/local.yaml                                                       (the local log shipper)
+  loki/loki.yaml: its otlp_config (the local shipper's labels, indexed)
   compose/alloy/config.alloy: the two `regex` lines naming the compose services whose logs ship
 `--check` writes nothing and exits 1 when a file differs from what the definition gives
 (tests/test_runtime.py runs it). For scripts/stack, `--prometheus-flags` prints Prometheus' flags,
@@ -51,43 +52,92 @@ def targets_file(defn, job, mode, profile=None):
     return out
 
 
-def promtail(defn):
+OTELCOL = ROOT / "otelcol/local.yaml"
+LOKI_CONFIG = ROOT / "loki/loki.yaml"
+# The file_log receiver's options shared by every file (each receiver gets them): lines verbatim, as promtail
+# shipped them (filelog trims whitespace by default); a new file read from its start; offsets kept
+# in file_storage across restarts; a failed send pauses the file instead of dropping its lines.
+FILELOG_COMMON = """    start_at: beginning
+    include_file_name: false
+    include_file_path: true
+    preserve_leading_whitespaces: true
+    preserve_trailing_whitespaces: true
+    storage: file_storage
+    retry_on_failure: {enabled: true}
+"""
+
+
+def otlp_labels(defn):
+    """The resource attributes the local shipper sets, which Loki's OTLP endpoint must index as
+    labels (by default it indexes only service.name and a few more of OpenTelemetry's)."""
     logs = defn["logs"]
-    out = HEADER + """# promtail for the local stack: ships .stack/logs/<service>.log to Loki with the labels service
-# and mode (compose collects container logs with Alloy, compose/alloy/config.alloy, with the same
-# labels). Run with -config.expand-env=true; STACK_LOGS and PROMTAIL_DATA are set by scripts/stack.
-server:
-  http_listen_address: 127.0.0.1
-  http_listen_port: {promtail_port}
-  grpc_listen_address: 127.0.0.1
-  grpc_listen_port: 0
-  log_level: warn
+    return [*logs["labels"], logs["runs"]["label"], logs["file_label"]]
 
-positions:
-  filename: ${PROMTAIL_DATA}/positions.yaml
 
-clients:
-  - url: http://127.0.0.1:3100/loki/api/v1/push
-
-scrape_configs:
-  - job_name: stack
-    static_configs:
-"""
-    out = out.replace("{promtail_port}", str(defn["ports"]["local"]["promtail"]))
+def otelcol(defn):
+    """otelcol/local.yaml: one filelog receiver per local service (its file, labels as resource
+    attributes), one for the runs' files (testid from the file name), into Loki's OTLP endpoint."""
+    logs, ports = defn["logs"], defn["ports"]["local"]
+    runs, path_attr = logs["runs"], 'attributes["log.file.path"]'
+    move = f"      - {{type: move, from: '{path_attr}', to: 'resource[\"{logs['file_label']}\"]'}}\n"
+    out = HEADER + comment(
+        "The local stack's log shipper (otelcol/, a lean OpenTelemetry Collector build): ships "
+        ".stack/logs/<service>.log to Loki's native OTLP endpoint. Each line's labels are resource "
+        f"attributes ({', '.join(otlp_labels(defn))}); loki/loki.yaml's otlp_config, generated from "
+        "the same definition, makes them index labels. Compose ships the containers' logs with Alloy "
+        "(compose/alloy/config.alloy) with the same labels. scripts/stack sets STACK_LOGS and OTELCOL_DATA.")
+    out += ("extensions:\n  file_storage:\n    directory: ${env:OTELCOL_DATA}\n    create_directory: true\n\n"
+            "receivers:\n")
+    names = []
     for svc, what in logs["local"].items():
-        out += f"      - targets: [localhost]  # {what}\n"
-        out += f'        labels: {{service: {svc}, mode: local, __path__: "${{STACK_LOGS}}/{svc}.log"}}\n'
-    runs = logs["runs"]
+        names.append(f"file_log/{svc}")
+        out += f"  file_log/{svc}:  # {what}\n    include: [\"${{env:STACK_LOGS}}/{svc}.log\"]\n" + FILELOG_COMMON
+        out += f"    resource: {{service: {svc}, mode: local}}\n    operators:\n" + move
+    names.append(f"file_log/{runs['service']}")
     out += f"""  # a k6 run's own lines, one file per testid (scripts/k6), with the {runs['label']} label
-  - job_name: {runs['service']}
-    static_configs:
-      - targets: [localhost]
-        labels: {{service: {runs['service']}, mode: local, __path__: "${{STACK_LOGS}}/{runs['local']}/*.log"}}
-    pipeline_stages:
-      - regex: {{source: filename, expression: '/(?P<{runs['label']}>[^/]+)\\.log$'}}
-      - labels: {{{runs['label']}: ""}}
-"""
+  file_log/{runs['service']}:
+    include: ["${{env:STACK_LOGS}}/{runs['local']}/*.log"]
+""" + FILELOG_COMMON + f"""    resource: {{service: {runs['service']}, mode: local}}
+    operators:
+""" + move + f"""      - type: regex_parser
+        parse_from: 'resource["{logs['file_label']}"]'
+        regex: '/(?P<{runs['label']}>[^/]+)\\.log$'
+        parse_to: resource
+
+exporters:
+  otlp_http/loki:
+    logs_endpoint: http://127.0.0.1:{ports['loki']}/otlp/v1/logs
+
+service:
+  extensions: [file_storage]
+  telemetry:
+    logs: {{level: warn}}
+    # the collector's own metrics, on 127.0.0.1 (scripts/stack waits on them)
+    metrics:
+      readers:
+        - pull: {{exporter: {{prometheus: {{host: 127.0.0.1, port: {ports['otelcol']}}}}}}}
+  pipelines:
+    logs:
+      exporters: [otlp_http/loki]
+      receivers:
+""" + "".join(f"        - {n}\n" for n in names)
     return out
+
+
+OTLP_BLOCK = re.compile(r"^  # the labels of OTLP pushes.*\n(?:  # .*\n)*  otlp_config:\n(?:    .*\n)*", re.M)
+
+
+def loki_yml(defn, text):
+    """loki/loki.yaml with its limits_config's otlp_config: the local shipper's resource
+    attributes as index labels (Loki's defaults stay: service.name and the others)."""
+    if len(OTLP_BLOCK.findall(text)) != 1:
+        raise SystemExit(f"error: {LOKI_CONFIG} should have one `otlp_config:` block in limits_config, "
+                         "after the line `  # the labels of OTLP pushes ...`")
+    block = ("  # the labels of OTLP pushes (the local stack's otelcol): generated by tidbbench/gen/runtime.py\n"
+             "  # from runtime/stack.json's logs\n"
+             "  otlp_config:\n    resource_attributes:\n      attributes_config:\n"
+             f"        - action: index_label\n          attributes: [{', '.join(otlp_labels(defn))}]\n")
+    return OTLP_BLOCK.sub(lambda m: block, text)
 
 
 def alloy(defn, text):
@@ -199,7 +249,8 @@ def outputs(defn):
                 files[ROOT / f"prometheus/targets/compose-{profile}/{job}.yml"] = targets_file(defn, job, mode, profile)
     files[PROMETHEUS] = prometheus_yml(defn, PROMETHEUS.read_text())
     files[K8S_SCRAPE] = k8s_scrape(defn)
-    files[ROOT / "loki/promtail-local.yaml"] = promtail(defn)
+    files[OTELCOL] = otelcol(defn)
+    files[LOKI_CONFIG] = loki_yml(defn, LOKI_CONFIG.read_text())
     files[ALLOY] = alloy(defn, ALLOY.read_text())
     return files
 

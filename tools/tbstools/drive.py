@@ -29,7 +29,7 @@ STATE = Path(os.environ.get("TBS_STATE", ROOT / ".stack"))
 STACK = ROOT / "scripts/stack"
 DB = "sbtest_faults"  # the faults' own database on the stack's targets (the sbtest user owns sbtest*)
 # the services a fault may stop (scripts/stack's names), each restarted by close() if left down
-SERVICES = ("tidb", "mariadb", "prometheus", "loki", "promtail")
+SERVICES = ("tidb", "mariadb", "prometheus", "loki", "otelcol")
 
 
 def stack_ports():

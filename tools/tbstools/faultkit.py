@@ -228,7 +228,7 @@ def prometheus_fault(sb, kind, target="tidb", seconds=12, at=3, down=5, threads=
 def loki_fault(sb, target="tidb", seconds=12, at=2, down=3, threads=2):
     """Loki killed (-9) mid-run and started `down` s later (it needs ~10 s to be ready): the
     log lines k6 wrote meanwhile reach Loki once it is back. The run logs where every run logs
-    (the stack's k6 log, which its promtail follows); every line appended to that file during
+    (the stack's k6 log, which its log shipper, otelcol, follows); every line appended to that file during
     the run (this run's, and any other run's meanwhile) is looked up in Loki, as often as it was
     written."""
     log = sb.k6_log
@@ -262,7 +262,7 @@ def loki_fault(sb, target="tidb", seconds=12, at=2, down=3, threads=2):
            "wall_s": round(r.ended - r.started, 1), "planned_s": seconds,
            "gap_s": round(max([s.get("max_gap_s", 0) for s in r.summary.get("steps", [])] or [0]), 2),
            "log_lines": lines, "loki_lines": got,
-           # stamped by promtail as it read them: the lines written while Loki was away
+           # stamped by the shipper as it read them (no timestamp is parsed): the lines written while Loki was away
            "loki_lines_during_outage": sb.loki_count(selector, t_kill, t_back),
            "_run": r}
     row["verdict"] = "holds" if (r.returncode == 0 and got == lines and row["gap_s"] < 1) else "fails"
@@ -299,7 +299,7 @@ def soak(sb, minutes, target="tidb", threads=8, workload=None, fault_at=None, do
         opts["preset"] = "tidb"
     else:
         opts["mysql_ignore_errors"] = K6_IGNORE[target]
-    pids = {n: (lambda n=n: sb.pid(n)) for n in (target, "prometheus", "loki", "promtail")}
+    pids = {n: (lambda n=n: sb.pid(n)) for n in (target, "prometheus", "loki", "otelcol")}
     r = sb.k6_run(target, opts, faults=[At(fault_at, sb.kill, target, name=f"kill -9 {target}"),
                                         At(fault_at + down, sb.start, target, name=f"start {target}")],
                   sample_every=sample_every, sample_pids=pids, timeout=seconds + 300)

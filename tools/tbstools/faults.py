@@ -137,7 +137,7 @@ def main():
         loads = [a.target]
     elif {"observability", "loadgen"} & set(only) and "tidb" not in loads:
         loads.append("tidb")  # the observability and load-generator faults run on TiDB
-    services = (*loads, "prometheus", "loki", "promtail")
+    services = (*loads, "prometheus", "loki", "otelcol")
     try:
         sb = fs.Stack(base, services=services)
     except RuntimeError as e:
