@@ -187,6 +187,7 @@ class Report(WorkloadSections):
             L.append(f"# Sysbench Performance Test Report -- {a[1]} vs. {a[0]}")
             L.append("")
             from tidbbench.report import differs
+            L.extend(differs.hardware(self.sets, a))  # first: a comparison across host classes says so
             L.extend(differs.section(self.sets, a))
             L.extend(statements.section(self.sets, a, self.workloads))  # why QPS moved: tidbbench/report/statements.py
             L.pop()
@@ -229,6 +230,7 @@ class Report(WorkloadSections):
             hdr = hdr[1:]
         L.append(md_table(hdr, tests))
         L.append("")
+        L.extend(disturb.sample_table(self.sets, a, self.pair, self.workloads))
 
         # environment
         L.append("## Test environment")
