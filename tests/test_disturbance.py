@@ -171,3 +171,16 @@ def test_the_history_says_whether_the_host_was_disturbed_on_either_side(tmp_path
     assert it["before"] == "steal 0.1%, other CPU 2.0%, canary 11.2 ms"
     it = evidence.host_item(mk("b", None), mk("a", None), 4, [], [])
     assert it["detail"].startswith("not recorded on either side")
+
+
+def test_the_history_indexes_a_plans_reruns_not_the_samples_it_rejected(tmp_path):
+    from tidbbench.history import store
+    res = tmp_path / "r"
+    write_sweep(res, "p-a", [("p-a-r1-x1", [(2, dist())]), ("p-a-r2", [(2, dist())])],
+                rejected=[("p-a-r1", [(2, dist(steal=0.3))], "2 threads: CPU steal 30.0% > 5%")])
+    conn = store.connect(tmp_path / "h.sqlite", create=True)
+    got = store.ingest(conn, [res])
+    keys = sorted(r[0] for r in conn.execute("SELECT run_key FROM runs"))
+    assert keys == ["p-a-r1-x1", "p-a-r2"], keys
+    assert got.skipped == 1 and got.notes == ["skipped p-a-r1.json: sweep-p-a rejected it as disturbed "
+                                              "(2 threads: CPU steal 30.0% > 5%) and reran it"], got.notes
