@@ -175,11 +175,22 @@ func (m *Module) ListenerPid(port int) map[string]any {
 	if pid == 0 {
 		return map[string]any{"pid": 0, "name": "", "why": why}
 	}
-	name := ""
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		name, _, _ = parsePidStat(string(b))
+	return map[string]any{"pid": pid, "name": processName("/proc", pid), "why": ""}
+}
+
+// processName: the program of process pid (its command line's first word, without the folder;
+// the kernel's comm, cut at 15 characters, where the command line cannot be read).
+func processName(proc string, pid int) string {
+	if b, err := os.ReadFile(filepath.Join(proc, strconv.Itoa(pid), "cmdline")); err == nil {
+		if arg, _, _ := strings.Cut(string(b), "\x00"); arg != "" {
+			return filepath.Base(arg)
+		}
 	}
-	return map[string]any{"pid": pid, "name": name, "why": ""}
+	if b, err := os.ReadFile(filepath.Join(proc, strconv.Itoa(pid), "stat")); err == nil {
+		name, _, _ := parsePidStat(string(b))
+		return name
+	}
+	return ""
 }
 
 // HostSample is one read of the host's CPU counters (what hostSample gives and disturbance takes).

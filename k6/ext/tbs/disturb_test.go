@@ -102,6 +102,15 @@ func TestListenerPidInAFakeProc(t *testing.T) {
 	if pid, why := listenerPid(proc, 4000); pid != 77 {
 		t.Fatalf("port 4000: pid %d (%s)", pid, why)
 	}
+	// its name: the command line's program, else the kernel's (cut) comm
+	must(os.WriteFile(filepath.Join(proc, "77/cmdline"), []byte("/opt/tidb/bin/tidb-server-v8.5.1\x00-P\x004000\x00"), 0o644))
+	must(os.WriteFile(filepath.Join(proc, "12/stat"), []byte(pidStatText), 0o644))
+	if n := processName(proc, 77); n != "tidb-server-v8.5.1" {
+		t.Fatalf("name from cmdline: %q", n)
+	}
+	if n := processName(proc, 12); n != "tidb server) x" {
+		t.Fatalf("name from stat: %q", n)
+	}
 	if pid, why := listenerPid(proc, 3306); pid != 0 || !strings.Contains(why, "no process") {
 		t.Fatalf("port 3306 (nobody holds 5553): pid %d, %q", pid, why)
 	}
