@@ -93,8 +93,7 @@ def section(sets, labels, pair, workload, figs):
         run = s.by_workload().get(workload)
         if run is None:
             continue
-        median = disturbance.canary_median([r.manifest for r in s.runs])
-        notes = step_notes(run, figs.get((i, workload), []), median)
+        notes = step_notes(run, figs.get((i, workload), []), report_median(sets))
         if run.manifest.get("interrupted") and not any("interrupted" in n for n in notes):
             notes.insert(0, f"the run was {interrupted_text(run)}")
         if notes:
@@ -104,12 +103,18 @@ def section(sets, labels, pair, workload, figs):
     return L
 
 
+def report_median(sets):
+    """The median canary of every accepted sample of the report (both sides: as a plan judges a
+    sample against every arm's samples)."""
+    return disturbance.canary_median([r.manifest for s in sets for r in s.runs])
+
+
 def sample_table(sets, labels, pair, workloads):
     """Markdown lines: the disturbance of every sample's every step (the samples a plan rejected
     too, with why), and which the rule calls disturbed; [] when no sample recorded one."""
     rows = []
+    median = report_median(sets)
     for i, s in enumerate(sets):
-        median = disturbance.canary_median([r.manifest for r in s.runs])
         runs = [(r, "") for w in workloads for r in s.samples().get(w, [])]
         runs += [(r, f"rejected, rerun: {(r.entry or {}).get('rejected', '')}") for r in s.rejected if r.workload in workloads]
         for r, rejected in runs:
@@ -132,6 +137,7 @@ def sample_table(sets, labels, pair, workloads):
             f"its timings) just before the load and just after the window. A sample is disturbed when a step's "
             f"steal is above {disturbance.STEAL_SHARE * 100:g}%, the other processes' CPU above "
             f"{disturbance.OTHER_SHARE * 100:g}%, or a canary more than {disturbance.CANARY_SLOWER * 100:g}% slower "
-            "than its run set's median canary (docs/report.md#disturbed-samples). Rejected samples are not in the "
+            "than the median canary of the report's samples (docs/report.md, \"Disturbed samples\"). Rejected "
+            "samples are not in the "
             "statistics; their reruns are.", "",
             md_table(hdr, rows), ""]
