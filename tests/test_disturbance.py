@@ -184,3 +184,17 @@ def test_the_history_indexes_a_plans_reruns_not_the_samples_it_rejected(tmp_path
     assert keys == ["p-a-r1-x1", "p-a-r2"], keys
     assert got.skipped == 1 and got.notes == ["skipped p-a-r1.json: sweep-p-a rejected it as disturbed "
                                               "(2 threads: CPU steal 30.0% > 5%) and reran it"], got.notes
+
+
+def test_history_quality_measures_with_and_without_the_disturbed_runs(tmp_path, capsys):
+    from tbstools import historyquality
+    res = tmp_path / "aa"
+    res.mkdir()
+    for k in range(7):
+        m = manifest(f"haa-{k}", [(2, dist(other=0.5) if k in (2, 5) else dist())])
+        m["run_start"] = 1000 + k
+        m["steps"][0]["qps"] = 1000.0 + k
+        (res / f"haa-{k}.json").write_text(json.dumps(m))
+    assert historyquality.pool(res, "qps", 2) == [1000.0 + k for k in range(7)]
+    assert historyquality.pool(res, "qps", 2, reject_disturbed=True) == [1000.0, 1001.0, 1003.0, 1004.0, 1006.0]
+    assert "2 disturbed step(s) left out" in capsys.readouterr().out
