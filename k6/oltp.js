@@ -755,7 +755,7 @@ function connectSeconds(o2, threads) {
 }
 function gateParties(o2, data, threads) {
   if (o2.connect_time !== "auto" || (data.instances || 1) > 1) return 0;
-  return threads + (o2.statements_top > 0 && o2.warmup_time === 0 ? 1 : 0);
+  return threads + (o2.statements_top > 0 && o2.warmup_time === 0 ? 1 : 0) + 1;
 }
 function gateNames(testid2, threads) {
   return { connected: histName(testid2, threads, "connected"), go: histName(testid2, threads, "go") };
@@ -1191,6 +1191,96 @@ var init_statements = __esm({
   }
 });
 
+// k6/lib/disturb.js
+import exec4 from "k6/execution";
+import { sleep as sleep4 } from "k6";
+import tbs10 from "k6/x/tbs";
+function disturbScenario(o2, totalSeconds) {
+  const n = Math.max(1, Math.floor(Number(__ENV.TBS_INSTANCES) || 1));
+  return {
+    disturb: {
+      executor: "per-vu-iterations",
+      exec: "disturb",
+      vus: n,
+      iterations: 1,
+      maxDuration: `${totalSeconds + 15}s`,
+      gracefulStop: "0s",
+      tags: { disturb: "true" }
+    }
+  };
+}
+function database(o2) {
+  if (!LOOPBACK.test(String(o2.mysql_host))) {
+    return { pid: 0, name: "", why: `the database (${o2.mysql_host}:${o2.mysql_port}) is not on this host: its CPU is not measured here (its own host's metrics are in Prometheus)` };
+  }
+  return tbs10.listenerPid(Number(o2.mysql_port));
+}
+function watch(o2, data, windows2) {
+  const base = exec4.scenario.startTime;
+  const db = database(o2);
+  tbs10.note(`${PREFIX2}${data.testid}/database`, JSON.stringify(db));
+  const save = (w2, phase, v) => tbs10.note(`${PREFIX2}${data.testid}/t${w2.threads}/${phase}`, JSON.stringify(v));
+  const until = (t) => {
+    const wait = t - Date.now();
+    if (wait > 0) sleep4(wait / 1e3);
+  };
+  for (const w2 of windows2) {
+    let go = base + w2.start;
+    const parties = gateParties(o2, data, w2.threads);
+    if (parties) {
+      const gates = gateNames(data.testid, w2.threads);
+      until(base + w2.connect);
+      tbs10.barrier(gates.connected, w2.threads).wait(base + w2.start);
+      const gate = tbs10.barrier(gates.go, parties);
+      try {
+        save(w2, "canary_before", tbs10.canary(CANARY_REPEATS));
+      } finally {
+        gate.arrive();
+      }
+      const at = gate.wait(base + w2.start);
+      if (at > 0) go = Math.min(at, base + w2.start);
+    } else {
+      until(Math.max(base + w2.connect, go - CANARY_LEAD_MS));
+      save(w2, "canary_before", tbs10.canary(CANARY_REPEATS));
+    }
+    until(go + o2.warmup_time * 1e3);
+    save(w2, "start", tbs10.hostSample(db.pid));
+    until(go + o2.warmup_time * 1e3 + o2.time * 1e3);
+    save(w2, "end", tbs10.hostSample(db.pid));
+    until(Date.now() + AFTER_MS);
+    save(w2, "canary_after", tbs10.canary(CANARY_REPEATS));
+  }
+}
+function stepDisturbance(notes, testid2, threads) {
+  const get = (k) => notes[`${PREFIX2}${testid2}/${k}`] !== void 0 ? JSON.parse(notes[`${PREFIX2}${testid2}/${k}`]) : void 0;
+  const t = `t${threads}`;
+  const a = get(`${t}/start`);
+  const b = get(`${t}/end`);
+  const before = get(`${t}/canary_before`);
+  const after = get(`${t}/canary_after`);
+  if (!a && !before) return void 0;
+  const d = a && b ? tbs10.disturbance(a, b) : { available: false, why: "the run ended before the step's measured window did" };
+  const db = get("database") || {};
+  if (db.pid) d.db_process = `${db.name} (pid ${db.pid})`;
+  else if (!d.db_why) d.db_why = db.why || "not looked for";
+  d.canary_before_ns = before ? before.min_ns : null;
+  d.canary_after_ns = after ? after.min_ns : null;
+  d.canary_repeats = CANARY_REPEATS;
+  d.canary_work = (before || after || {}).work || null;
+  return d;
+}
+var PREFIX2, CANARY_REPEATS, CANARY_LEAD_MS, AFTER_MS, LOOPBACK;
+var init_disturb = __esm({
+  "k6/lib/disturb.js"() {
+    init_steps();
+    PREFIX2 = "disturb/";
+    CANARY_REPEATS = 3;
+    CANARY_LEAD_MS = 400;
+    AFTER_MS = 100;
+    LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|::1|\[::1\])$/i;
+  }
+});
+
 // k6/lib/summary.js
 var summary_exports = {};
 __export(summary_exports, {
@@ -1239,11 +1329,11 @@ function latencyFigures(h, snap, o2) {
     pct_value: o2.percentile ? pct(o2.percentile) : null
   };
 }
-function stepFigures(data, o2, tbs11, endedAt) {
+function stepFigures(data, o2, tbs12, endedAt) {
   const windows2 = stepWindows(o2);
   const sd = data.setup_data || {};
-  const marks = tbs11.marks();
-  const notes = tbs11.notes();
+  const marks = tbs12.marks();
+  const notes = tbs12.notes();
   const out = [];
   for (const win of windows2) {
     const name = histName(sd.testid, win.threads);
@@ -1261,7 +1351,7 @@ function stepFigures(data, o2, tbs11, endedAt) {
     if (scenarioStart === void 0 && endedAt < window.step_start) continue;
     const sel = `threads:${win.threads},warmup:false`;
     const q = (k) => val(data, `oltp_queries{${sel},kind:${k}}`, "count");
-    const h = tbs11.histogram(name);
+    const h = tbs12.histogram(name);
     const snap = h.snapshot();
     const interrupted = endedAt < window.measure_end - 500;
     const lastEnd = snap.last_end || 0;
@@ -1277,7 +1367,7 @@ function stepFigures(data, o2, tbs11, endedAt) {
       reconnects: val(data, `oltp_reconnects{${sel}}`, "count"),
       latency_ms: latencyFigures(h, snap, o2),
       histogram: histogramData(snap),
-      vus_ready: tbs11.counter(`${name}/ready`).get(),
+      vus_ready: tbs12.counter(`${name}/ready`).get(),
       fairness: fairnessOf(h.threads()),
       window
     };
@@ -1293,17 +1383,19 @@ function stepFigures(data, o2, tbs11, endedAt) {
     if (interrupted) s.interrupted = true;
     const st = stepStatements(notes, sd.testid, win.threads, o2.statements_top);
     if (st) s.statements = st;
+    const dist = stepDisturbance(notes, sd.testid, win.threads);
+    if (dist) s.disturbance = dist;
     s.qps = elapsed > 0 ? s.queries.total / elapsed : 0;
     s.tps = elapsed > 0 ? s.transactions / elapsed : 0;
     const cpu0 = marks[`${name}/cpu_start`];
     const cpu1 = marks[`${name}/cpu_end`];
     if (cpu0 !== void 0 && cpu1 !== void 0) s.client_cpu_s = cpu1 - cpu0;
     if (o2.rate) {
-      const rh = tbs11.histogram(histName(sd.testid, win.threads, "response"));
+      const rh = tbs12.histogram(histName(sd.testid, win.threads, "response"));
       const rsnap = rh.snapshot();
       s.response_latency_ms = latencyFigures(rh, rsnap, o2);
       s.response_histogram = histogramData(rsnap);
-      const qs = tbs11.queue(queueName(sd.testid, win.threads), o2.rate, 0, 0, 1).stats();
+      const qs = tbs12.queue(queueName(sd.testid, win.threads), o2.rate, 0, 0, 1).stats();
       s.rate = { requested: o2.rate, backlog_at_end: qs.length, dropped: qs.dropped, taken: qs.taken };
     }
     out.push(s);
@@ -1361,16 +1453,16 @@ function summaryText(steps, o2, sd) {
   lines.push("");
   return lines.join("\n");
 }
-function summarize(data, o2, tbs11) {
+function summarize(data, o2, tbs12) {
   const sd = data.setup_data || null;
   if (!sd || !sd.testid) return { stdout: "" };
   const endedAt = Date.now();
-  const steps = stepFigures(data, o2, tbs11, endedAt);
-  const lh = tbs11.latencyHistogram();
+  const steps = stepFigures(data, o2, tbs12, endedAt);
+  const lh = tbs12.latencyHistogram();
   const opts = { ...o2 };
   delete opts.mysql_password;
   delete opts.help;
-  const run = JSON.parse(tbs11.notes()[`${sd.testid}/run`] || "{}");
+  const run = JSON.parse(tbs12.notes()[`${sd.testid}/run`] || "{}");
   const out = {
     testid: sd.testid,
     workload: o2.workload,
@@ -1381,7 +1473,7 @@ function summarize(data, o2, tbs11) {
     run_start: sd.run_start,
     run_end: endedAt,
     options: opts,
-    target_variables: sd.variables || JSON.parse(tbs11.notes()[`${sd.testid}/variables`] || "{}"),
+    target_variables: sd.variables || JSON.parse(tbs12.notes()[`${sd.testid}/variables`] || "{}"),
     load_generator: sd.host ?? run.host,
     latency_method: `sysbench 1.0.20 histogram (${lh.buckets} log buckets, ${lh.min_ms} ms to ${lh.max_ms / 1e3} s, nearest rank), per step`,
     steps,
@@ -1401,6 +1493,7 @@ var init_summary = __esm({
   "k6/lib/summary.js"() {
     init_steps();
     init_statements();
+    init_disturb();
     init_config();
     fmt2 = (x, d = 2) => Number.isFinite(x) ? x.toFixed(d) : "n/a";
     SLICED = /^select_random_/;
@@ -1414,9 +1507,9 @@ init_rand();
 init_sysbench();
 init_metrics();
 init_conn();
-import exec4 from "k6/execution";
-import { sleep as sleep4 } from "k6";
-import tbs10 from "k6/x/tbs";
+import exec5 from "k6/execution";
+import { sleep as sleep5 } from "k6";
+import tbs11 from "k6/x/tbs";
 
 // k6/lib/events.js
 init_config();
@@ -1682,6 +1775,7 @@ function progressLine(o2, data, windows2) {
 
 // k6/src/oltp.js
 init_statements();
+init_disturb();
 var summaryLib = __VU === 0 ? (init_summary(), __toCommonJS(summary_exports)) : null;
 var o = vuOptions(__ENV);
 var windows = stepWindows(o);
@@ -1692,7 +1786,7 @@ function runOptions() {
   const totalSeconds = Math.ceil(windows[windows.length - 1].end / 1e3);
   const startWait = o.start_at ? Math.max(0, (o.start_at - Date.now()) / 1e3) : 0;
   return {
-    scenarios: { ...stepScenarios(o), ...monitorScenario(o, totalSeconds), ...statementsScenario(o, totalSeconds) },
+    scenarios: { ...stepScenarios(o), ...monitorScenario(o, totalSeconds), ...statementsScenario(o, totalSeconds), ...disturbScenario(o, totalSeconds) },
     thresholds: stepThresholds(o),
     tags: { testid, workload: o.workload },
     summaryTrendStats: ["avg", "min", "max", "count"],
@@ -1702,12 +1796,12 @@ function runOptions() {
 }
 var options = __VU === 0 ? runOptions() : void 0;
 var conn = new Conn(o);
-var rec = tbs10.recorder("oltp_latency", o.rate ? "oltp_response_latency" : "");
+var rec = tbs11.recorder("oltp_latency", o.rate ? "oltp_response_latency" : "");
 var done = rec.doneFn();
 var doneDue = o.rate ? rec.doneDueFn() : null;
 conn.samples = rec;
 if (o.report_interval) rec.tally(tally);
-var now = () => tbs10.now();
+var now = () => tbs11.now();
 var scenario = "";
 var scenarioInfo = null;
 var vuTags = null;
@@ -1725,7 +1819,7 @@ var nextCheck = 0;
 var stepEnd = 0;
 var stepTag = "";
 function segmentShare() {
-  const seg = exec4.test.options.executionSegment;
+  const seg = exec5.test.options.executionSegment;
   if (!seg) return 1;
   const [from, to] = String(seg).split(":");
   const share = segmentFraction(to || "1") - segmentFraction(from || "0");
@@ -1747,8 +1841,8 @@ function activate(data) {
     console.error(`internal: thread id ${threadId} >= threads ${threads} in step t${threads}: this VU runs no events`);
     conn.close();
     if (gates) {
-      tbs10.barrier(gates.connected, threads).arrive();
-      tbs10.barrier(gates.go, parties).arrive();
+      tbs11.barrier(gates.connected, threads).arrive();
+      tbs11.barrier(gates.go, parties).arrive();
     }
     nextCheck = Infinity;
     stepEnd = 0;
@@ -1756,21 +1850,21 @@ function activate(data) {
   }
   mine = vuThreads(data, threads, threadId, perVu);
   w = mine[0].w;
-  group = mine[0].loop ? tbs10.group(mine.map((t) => t.loop), FLUSH_MS) : null;
+  group = mine[0].loop ? tbs11.group(mine.map((t) => t.loop), FLUSH_MS) : null;
   event = group ? null : bindEvent(o.workload, conn, w);
   tagVu(data);
   let connected = 0;
   for (const t of mine) if (connectUntil(t.conn, t.w.prepared, latest)) connected++;
   if (connected && o.workload === "bulk_insert") continueBulkIds(data, threadId);
-  hist = tbs10.histogram(histName(data.testid, threads));
-  respHist = o.rate ? tbs10.histogram(histName(data.testid, threads, "response")) : null;
-  if (connected) tbs10.counter(`${histName(data.testid, threads)}/ready`).add(connected);
-  tbs10.mark(`${histName(data.testid, threads)}/scenario_start`, start);
+  hist = tbs11.histogram(histName(data.testid, threads));
+  respHist = o.rate ? tbs11.histogram(histName(data.testid, threads, "response")) : null;
+  if (connected) tbs11.counter(`${histName(data.testid, threads)}/ready`).add(connected);
+  tbs11.mark(`${histName(data.testid, threads)}/scenario_start`, start);
   const go = gates ? waitForGo(data, threads, gates, parties, latest) : latest;
   measureStart = go + o.warmup_time * 1e3;
   stepEnd = measureStart + o.time * 1e3;
   if (o.rate) {
-    queue = tbs10.queue(
+    queue = tbs11.queue(
       queueName(data.testid, threads),
       o.rate * segmentShare(),
       go,
@@ -1780,7 +1874,7 @@ function activate(data) {
   }
   if (threadId === 0) markStep(data, go);
   const wait = go - Date.now();
-  if (wait > 0) sleep4(wait / 1e3);
+  if (wait > 0) sleep5(wait / 1e3);
   if (!warming) startMeasuring(data);
   else nextCheck = measureStart;
 }
@@ -1797,13 +1891,13 @@ function vuThreads(data, threads, threadId, perVu) {
     }
     const c = j === 0 ? conn : spare[j - 1];
     const tw = workState(o, makeRand(o, stepIdx * 1048576 + id), id, threads);
-    tw.unique = tbs10.unique(`${data.testid}/unique`, seed, (seed ^ 1540483477) >>> 0, data.instances || 1, data.lane || 0);
+    tw.unique = tbs11.unique(`${data.testid}/unique`, seed, (seed ^ 1540483477) >>> 0, data.instances || 1, data.lane || 0);
     out.push({ id, conn: c, rec: c.samples, w: tw, loop: o.native_loop ? nativeLoop(o.workload, c, tw, c.samples) : null });
   }
   return out;
 }
 function tagVu(data) {
-  if (!vuTags) vuTags = exec4.vu.metrics.tags;
+  if (!vuTags) vuTags = exec5.vu.metrics.tags;
   const tags = vuTags;
   tags.testid = data.testid;
   tags.workload = o.workload;
@@ -1814,21 +1908,21 @@ function tagVu(data) {
   for (const t of mine) t.rec.use(null, null, t.id);
 }
 function continueBulkIds(data, threadId) {
-  w.bulkMark = tbs10.counter(`${data.testid}/bulk/sbtest${threadId + 1}`);
+  w.bulkMark = tbs11.counter(`${data.testid}/bulk/sbtest${threadId + 1}`);
   const r = conn.db.query(`SELECT COALESCE(MAX(id), 0) AS m FROM sbtest${threadId + 1}`);
   w.bulkSize = Math.max(Number(asText(r[0].m || r[0].M)) || 0, w.bulkMark.get());
 }
 function waitForGo(data, threads, gates, parties, latest) {
   let go = latest;
-  const con = tbs10.barrier(gates.connected, threads);
-  const gate = tbs10.barrier(gates.go, parties);
+  const con = tbs11.barrier(gates.connected, threads);
+  const gate = tbs11.barrier(gates.go, parties);
   for (let j = 0; j < mine.length; j++) {
     con.arrive();
     gate.arrive();
   }
   const at = gate.wait(latest);
   if (at > 0) go = Math.min(at, latest);
-  tbs10.mark(`${histName(data.testid, threads)}/go`, go);
+  tbs11.mark(`${histName(data.testid, threads)}/go`, go);
   return go;
 }
 function markStep(data, go) {
@@ -1841,7 +1935,7 @@ function startMeasuring(data) {
   warming = false;
   vuTags.warmup = "false";
   for (const t of mine) t.rec.use(hist, respHist, t.id);
-  tbs10.mark(`${histName(data.testid, Number(stepTag))}/cpu_start`, tbs10.cpuSeconds());
+  tbs11.mark(`${histName(data.testid, Number(stepTag))}/cpu_start`, tbs11.cpuSeconds());
   nextCheck = nextStepStart(Number(stepTag), data);
 }
 function nextStepStart(threads, data) {
@@ -1856,13 +1950,13 @@ function endStep(data) {
     }
     conn.flush();
   }
-  tbs10.mark(`${histName(data.testid, Number(stepTag))}/cpu_end`, tbs10.cpuSeconds());
+  tbs11.mark(`${histName(data.testid, Number(stepTag))}/cpu_end`, tbs11.cpuSeconds());
   for (const t of mine) t.conn.close();
   stepEnd = 0;
 }
 function setup() {
   if (o.help) return {};
-  tbs10.checkResultsDir(o.results_dir);
+  tbs11.checkResultsDir(o.results_dir);
   const sdb = openDb(o);
   const v = connectOrExplain(sdb, o);
   const info = targetInfo(sdb, v);
@@ -1881,19 +1975,19 @@ function setup() {
   const variables = globalVariables(sdb);
   sdb.close();
   const version = o.version || info.version;
-  const runTags = exec4.test.options.tags || {};
+  const runTags = exec5.test.options.tags || {};
   const id = o.testid || runTags.testid || testid;
-  const inst = instanceOf(exec4.test.options);
+  const inst = instanceOf(exec5.test.options);
   if (o.start_at) {
     const wait = o.start_at - Date.now();
-    if (wait > 0) sleep4(wait / 1e3);
+    if (wait > 0) sleep5(wait / 1e3);
   }
   const runStart = o.start_at || Date.now();
   if (inst.lane === 0) {
     metrics.marker.add(runStart, { event: "run_start", version, threads: o.threads.join(","), warmup: "false", testid: id, workload: o.workload, instance_id: inst.id });
   }
-  tbs10.note(`${id}/variables`, JSON.stringify(variables));
-  tbs10.note(`${id}/run`, JSON.stringify({ version_full: info.full, host, segment: inst.segment, sequence: inst.sequence }));
+  tbs11.note(`${id}/variables`, JSON.stringify(variables));
+  tbs11.note(`${id}/run`, JSON.stringify({ version_full: info.full, host, segment: inst.segment, sequence: inst.sequence }));
   console.log(`testid=${id} workload=${o.workload} target=${o.mysql_host}:${o.mysql_port} version=${version} threads=${o.threads.join(",")}` + (inst.instances > 1 ? ` instance=${inst.id} segment=${inst.segment}` : ""));
   return {
     testid: id,
@@ -1908,7 +2002,7 @@ function setup() {
 }
 function oltp_default(data) {
   if (Date.now() >= nextCheck) {
-    if (!scenarioInfo) scenarioInfo = exec4.scenario;
+    if (!scenarioInfo) scenarioInfo = exec5.scenario;
     if (scenarioInfo.name !== scenario) {
       activate(data);
       return;
@@ -1916,7 +2010,7 @@ function oltp_default(data) {
     if (warming && Date.now() >= measureStart) startMeasuring(data);
   }
   if (!stepEnd) {
-    sleep4(1);
+    sleep5(1);
     return;
   }
   const until = Math.min(nextCheck, stepEnd, mine.length > 1 ? Infinity : Date.now() + BATCH_MS);
@@ -1930,6 +2024,9 @@ function monitor2(data) {
 }
 function statements(data) {
   capture(o, data, windows);
+}
+function disturb(data) {
+  watch(o, data, windows);
 }
 function help() {
 }
@@ -1949,10 +2046,11 @@ function handleSummary(data) {
   if (o.help) return { stdout: `options (-e name=value; k6/contract.json has them all):
 ${optionHelp()}
 ` };
-  return summaryLib.summarize(data, o, tbs10);
+  return summaryLib.summarize(data, o, tbs11);
 }
 export {
   oltp_default as default,
+  disturb,
   handleSummary,
   help,
   monitor2 as monitor,

@@ -1,7 +1,12 @@
 """A thread step's load begins once every VU of the step has connected and prepared its
 statements (connect_time=auto with one load generator: sysbench's barrier after thread_init),
 not after a fixed connect phase; the step's window in the results file is the real one, and the
-statements read at its start still come before its load. Against the local TiDB."""
+statements read at its start still come before its load; and each step's host disturbance
+(k6/lib/disturb.js: the disturb VU is a party of the barrier, its canary comes before the load)
+has every field, with plausible values for the local TiDB. Against the local TiDB."""
+import json
+import math
+import os
 
 from tidbbench import contract
 from conftest import fresh_db, k6, run_testid, sql, summary
@@ -42,3 +47,27 @@ def test_the_load_begins_when_every_vu_has_connected(stack):
         assert st["available"] and "partial" not in st, st
         (x,) = [x for x in st["top"] if x["text"] == POINT_SELECT]
         assert x["executions"] == s["queries"]["total"], (x, s["queries"])
+        check_disturbance(s, w)
+
+
+def check_disturbance(s, w):
+    """The step's host disturbance over its measured window (docs/CONTRACT.md): every field, read
+    at the window's edges, with figures a real run on the local TiDB gives."""
+    d = s["disturbance"]
+    assert d["available"], d
+    assert abs(d["window"][0] - w["measure_start"]) < 300 and abs(d["window"][1] - w["measure_end"]) < 300, (d, w)
+    assert d["cpus"] == os.cpu_count() and d["cpu_s"] == pytest.approx(d["cpus"] * d["window_s"], rel=0.2), d
+    assert 0 <= d["steal_share"] < 1 and 0 < d["busy_cpu_s"] <= d["cpu_s"], d
+    # k6 ran the step's events, TiDB (the listener of port 4000) answered them: both used CPU
+    assert d["client_cpu_s"] > 0 and d["db_cpu_s"] > 0 and "tidb-server" in d["db_process"], d
+    # the other processes: busy minus both, a share of the host (ticks of 10 ms round each figure)
+    assert d["other_cpu_s"] == pytest.approx(d["busy_cpu_s"] - d["db_cpu_s"] - d["client_cpu_s"]), d
+    assert -0.05 < d["other_share"] <= 1, d
+    if os.path.exists("/proc/pressure/cpu"):
+        assert 0 <= d["psi_some_share"] <= 1.01 and "psi_why" not in d, d
+    else:
+        assert d["psi_some_share"] is None and d["psi_why"], d
+    # the canary, before the load and after the window: ms, not ns nor minutes
+    for k in ("canary_before_ns", "canary_after_ns"):
+        assert 1e6 < d[k] < 5e9, (k, d)
+    assert d["canary_repeats"] >= 1 and "256 KiB" in d["canary_work"], d

@@ -284,6 +284,11 @@ def merge_step(t, per, pct, testid):
     st = [s["statements"] for _, s in sorted(per.items()) if "statements" in s]
     if st:
         m["statements"] = st[0]
+    # the host's disturbance: each load generator measures its own host (k6/lib/disturb.js); the
+    # merged step keeps the first instance's
+    dist = [s["disturbance"] for _, s in sorted(per.items()) if s.get("disturbance")]
+    if dist:
+        m["disturbance"] = dist[0]
     return m
 
 

@@ -18,11 +18,12 @@ export function connectSeconds(o, threads) {
 // step's load as soon as all its VUs have connected and prepared (sysbench's barrier after
 // thread_init), at the latest when the connect phase ends: the step's windows (summary.js,
 // the markers) are then the real ones, marked `<step>/go`. The statements VU is a party when it
-// takes the step's start snapshot just before the load (no warm-up): it arrives once it has. A
-// run split over load generators keeps the fixed connect phase, so that their windows agree.
+// takes the step's start snapshot just before the load (no warm-up): it arrives once it has; the
+// disturb VU (disturb.js) always is, once it has timed the canary. A run split over load
+// generators keeps the fixed connect phase, so that their windows agree.
 export function gateParties(o, data, threads) {
   if (o.connect_time !== 'auto' || (data.instances || 1) > 1) return 0;
-  return threads + (o.statements_top > 0 && o.warmup_time === 0 ? 1 : 0);
+  return threads + (o.statements_top > 0 && o.warmup_time === 0 ? 1 : 0) + 1;
 }
 
 // The step's barriers: `connected` (its VUs, connected or given up) and `go` (gateParties).

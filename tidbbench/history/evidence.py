@@ -12,6 +12,9 @@ last run before it and the first run after it, ranked, in one list.
    (tidbbench/report/statements.py's A vs B rule, one sample a side), the series' thread step first.
 3. The change of server and client CPU per query (the series' points), the run before against
    the run after and the segments' means.
+4. Whether the host was disturbed on either side: the series' step of the run before and of the
+   run after, by the rule of tidbbench/disturbance.py (steal, the other processes' CPU, the
+   canary against the median of the segments' canaries), with their figures.
 
 Order: settings with a consistency of at least CONSISTENT, then statements, then resources, then
 the remaining settings (they differ between the two runs but not as a step)."""
@@ -19,6 +22,7 @@ import json
 import statistics
 from pathlib import Path
 
+from tidbbench import disturbance
 from tidbbench.report import differs, statements
 from tidbbench.report.fmt import product_name
 from tidbbench.report.manifest import Run, RunSet
@@ -198,6 +202,27 @@ def resource_items(seg_before_pts, seg_after_pts):
     return out
 
 
+def host_item(rb, ra, threads, runs_b, runs_a):
+    """Whether the host was disturbed in the series' step of the run before and the run after."""
+    median = disturbance.canary_median([r.manifest for r, _ in runs_b + runs_a] + [rb.manifest, ra.manifest])
+    sides = []
+    for r in (rb, ra):
+        st = next((s for s in r.steps if s.get("threads") == threads), None) or {}
+        if not st.get("disturbance"):
+            sides.append(("not recorded", None))
+            continue
+        why = disturbance.step_reasons(st, median)
+        sides.append((disturbance.summary(st), "; ".join(why) if why else ""))
+    (sb, wb), (sa, wa) = sides
+    if wb is None and wa is None:
+        verdict = "not recorded on either side (runs of a build without k6/lib/disturb.js)"
+    else:
+        named = [f"the run {side} was disturbed ({w})" for side, w in (("before", wb), ("after", wa)) if w]
+        verdict = "; ".join(named) if named else "neither side was disturbed by the rule"
+    return {"kind": "host", "name": f"host disturbance at {threads} threads", "before": sb, "after": sa,
+            "consistency": None, "detail": verdict, "disturbed": bool(wb or wa)}
+
+
 def evidence(cp, pts, manifests):
     """The ranked evidence items of ChangePoint cp; pts = the metric's points of its series
     (oldest first), as historycp.series_change_points saw them."""
@@ -218,7 +243,10 @@ def evidence(cp, pts, manifests):
     first = [s for s in sets if s["consistency"] is None or s["consistency"] >= CONSISTENT]
     rest = [s for s in sets if s not in first]
     stmts = statement_items(before[0], after[0], pts[i].get("threads")) if before and after else []
-    items += first + stmts + resource_items(seg_b, seg_a) + rest
+    host = [host_item(before[0], after[0], pts[i].get("threads"), runs_b, runs_a)] if before and after else []
+    # a disturbed host is said before the settings: the change may be the machine's
+    items += (host if any(h["disturbed"] for h in host) else []) + first + stmts + resource_items(seg_b, seg_a) \
+        + (host if not any(h["disturbed"] for h in host) else []) + rest
     for n, it in enumerate(items, 1):
         it["rank"] = n
         it["text"] = line(it)
@@ -230,6 +258,8 @@ def line(it):
     if k == "statement":
         return f"statement `{it['name']}` at {it['threads']} threads: {it['why']}" + \
             (f" ({it['detail']})" if it["detail"] else "")
+    if k == "host":
+        return f"{it['name']}: {it['detail']} (before: {it['before']}; after: {it['after']})"
     if k in ("resource", "missing"):
         if it.get("before") is None:
             return f"{it['name']}: {it['detail']}"

@@ -268,12 +268,17 @@ def ingest(conn, paths, skip_bad=False, ignore=None, server_cpu=None):
     for b in bad or []:
         res.notes.append(f"skipped: {b}")
         res.skipped += 1
-    entries = {}
+    entries, rejected = {}, {}
     for kind, f, m in found:
         if kind == "sweep":
             for e in m.get("runs") or []:
                 if isinstance(e, dict) and e.get("testid"):
                     entries[(f.parent.resolve(), e["testid"])] = (e, m)
+            # samples a plan rejected as disturbed and reran (tidbbench/sweep/plan.py): their reruns
+            # are the series' points, not they
+            for e in m.get("rejected") or []:
+                if isinstance(e, dict) and e.get("testid"):
+                    rejected[(f.parent.resolve(), e["testid"])] = (m.get("sweep") or f.stem, e.get("rejected", ""))
     seen = {}
     with conn:  # one transaction: commits at the end, rolls back on any exception
         meta_set(conn, "ignore_options", sorted(ignore))
@@ -283,6 +288,11 @@ def ingest(conn, paths, skip_bad=False, ignore=None, server_cpu=None):
                 res.notes.append(f"skipped {f.name}: {m}")
                 continue
             if kind != "run":
+                continue
+            rej = rejected.get((f.parent.resolve(), m.get("testid") or f.stem))
+            if rej:
+                res.skipped += 1
+                res.notes.append(f"skipped {f.name}: {rej[0]} rejected it as disturbed ({rej[1]}) and reran it")
                 continue
             sha = sha256(f)
             testid = m.get("testid") or f.stem

@@ -76,6 +76,25 @@ def rows(sets):
     return out, varying
 
 
+HARDWARE = (("cpu_model", "CPU"), ("cpu_cores", "cores"), ("memory_gib", "memory (GiB)"))
+
+
+def hardware(sets, labels):
+    """Markdown lines that open a comparison across different hardware or host classes (the load
+    generator's CPU model, cores or memory differ between the sides, as conbench refuses such a
+    comparison): what differs, and that the figures compare the machines too; [] otherwise."""
+    diffs = []
+    for k, what in HARDWARE:
+        va, vb = (side_values(s.runs, lambda r, k=k: (r.manifest.get("load_generator") or {}).get(k)) for s in sets)
+        if va != vb and None not in va + vb:
+            diffs.append(f"{what} {text(va)} against {text(vb)}")
+    if not diffs:
+        return []
+    return [f"> **Different hardware:** {labels[1]} and {labels[0]} ran on different host classes "
+            f"({'; '.join(diffs)}): every figure below compares the machines as well as the software, and "
+            "no change can be put down to the software alone.", ""]
+
+
 def sample_host(run):
     """The host the sweep recorded for this sample (tidbbench/sweep/sweep.py's host_info)."""
     return (run.entry or {}).get("host") or {}

@@ -2,8 +2,12 @@
 (`interrupted`), steps during which no event completed for a while (`max_gap_s`,
 `max_gap_start`: a server killed or unreachable) with their reconnects, and steps whose
 figures come from k6's own summary because Prometheus has no data for them; and threads that ran
-far below their share of a step's events (`fairness.warnings`: k6/lib/summary.js)."""
-from tidbbench.report.fmt import utc
+far below their share of a step's events (`fairness.warnings`: k6/lib/summary.js); and the host's
+disturbance of every sample (`disturbance`: steal, CPU pressure, the other processes', the
+database's and k6's CPU, the canary), with the samples the rule of tidbbench/disturbance.py calls
+disturbed and those a plan rejected and reran."""
+from tidbbench import disturbance
+from tidbbench.report.fmt import md_table, utc
 
 GAP_S = 1.0  # a step where no event completed for this long is named as disturbed
 SOURCE_K6 = "k6 summary"
@@ -49,9 +53,9 @@ def interrupted_text(run):
     return ", ".join(parts)
 
 
-def step_notes(run, figs):
+def step_notes(run, figs, median=None):
     """Sentences naming the disturbed steps of a run: interrupted, no event for a while,
-    figures from k6's summary."""
+    figures from k6's summary, the host disturbed by the rule (median: the set's canary)."""
     out = []
     by_threads = {f.threads: f for f in figs}
     for s in run.steps:
@@ -72,6 +76,9 @@ def step_notes(run, figs):
             sliced = (" (select_random_* give each thread its own slice of k: where k is dense, events are slower,"
                       " in sysbench too)" if str(run.workload).startswith("select_random_") else "")
             out.append(f"{t} threads, threads fairness: {shown}{sliced}")
+        host = disturbance.step_reasons(s, median)
+        if host:
+            out.append(f"{t} threads, the host was disturbed ({'; '.join(host)})")
         f = by_threads.get(t)
         if f is not None and getattr(f, "source", "") == SOURCE_K6:
             out.append(f"Prometheus has no data for the {t}-thread step: its figures are k6's own summary "
@@ -86,7 +93,7 @@ def section(sets, labels, pair, workload, figs):
         run = s.by_workload().get(workload)
         if run is None:
             continue
-        notes = step_notes(run, figs.get((i, workload), []))
+        notes = step_notes(run, figs.get((i, workload), []), report_median(sets))
         if run.manifest.get("interrupted") and not any("interrupted" in n for n in notes):
             notes.insert(0, f"the run was {interrupted_text(run)}")
         if notes:
@@ -94,3 +101,43 @@ def section(sets, labels, pair, workload, figs):
             lines.append(f"**Disturbances** ({who}testid {run.testid}): " + "; ".join(notes) + ".")
             lines.append("")
     return lines
+
+
+def report_median(sets):
+    """The median canary of every accepted sample of the report (both sides: as a plan judges a
+    sample against every arm's samples)."""
+    return disturbance.canary_median([r.manifest for s in sets for r in s.runs])
+
+
+def sample_table(sets, labels, pair, workloads):
+    """Markdown lines: the disturbance of every sample's every step (the samples a plan rejected
+    too, with why), and which the rule calls disturbed; [] when no sample recorded one."""
+    rows = []
+    median = report_median(sets)
+    for i, s in enumerate(sets):
+        runs = [(r, "") for w in workloads for r in s.samples().get(w, [])]
+        runs += [(r, f"rejected, rerun: {(r.entry or {}).get('rejected', '')}") for r in s.rejected if r.workload in workloads]
+        for r, rejected in runs:
+            for st in r.steps:
+                cells = disturbance.figures(st)
+                if cells is None:
+                    continue
+                why = disturbance.step_reasons(st, median)
+                verdict = rejected or ("disturbed: " + "; ".join(why) if why else "")
+                if not rejected and why and (r.entry or {}).get("disturbed"):
+                    verdict += " (kept: no rerun left)"
+                rows.append(([labels[i]] if pair else []) + [r.testid, str(st.get("threads")), *cells, verdict])
+    if not rows:
+        return []
+    hdr = (["Run"] if pair else []) + ["testid", "threads", *disturbance.HEADERS, "disturbed?"]
+    return ["### Host disturbance of each sample", "",
+            "Over each step's measured window (k6/lib/disturb.js): CPU steal and the other processes' CPU as "
+            "shares of the host's CPU time, CPU pressure (PSI `some`) as a share of the window, the database's "
+            "and k6's CPU in cores, and the canary (a fixed CPU calibration, the fastest of "
+            f"its timings) just before the load and just after the window. A sample is disturbed when a step's "
+            f"steal is above {disturbance.STEAL_SHARE * 100:g}%, the other processes' CPU above "
+            f"{disturbance.OTHER_SHARE * 100:g}%, or a canary more than {disturbance.CANARY_SLOWER * 100:g}% slower "
+            "than the median canary of the report's samples (docs/report.md, \"Disturbed samples\"). Rejected "
+            "samples are not in the "
+            "statistics; their reruns are.", "",
+            md_table(hdr, rows), ""]

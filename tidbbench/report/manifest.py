@@ -37,6 +37,7 @@ class RunSet:
     kind: str  # "run" or "sweep"
     runs: list = field(default_factory=list)  # [Run], in the sweep's order
     sweep: dict = None  # the sweep manifest, for kind == "sweep"
+    rejected: list = field(default_factory=list)  # [Run] a plan rejected as disturbed and reran (entry: why)
 
     def by_workload(self):
         """workload -> its first run (sample): the one the environment and commands show."""
@@ -123,7 +124,13 @@ def resolve(results, run_id):
                 raise ReportError(f"sweep '{sweep_id}' lists workload {r.workload} twice "
                                   f"({seen[key]} and {r.testid})", code=2)
             seen[key] = r.testid
-        return RunSet(id=sweep_id, kind="sweep", runs=runs, sweep=m)
+        rejected = []
+        for e in m.get("rejected") or []:  # samples a plan reran as disturbed (tidbbench/sweep/plan.py)
+            if isinstance(e, dict) and (results / f"{e.get('testid')}.json").is_file():
+                r = load_run(results, e["testid"], context=f"sweep '{sweep_id}' (rejected)")
+                r.entry = e
+                rejected.append(r)
+        return RunSet(id=sweep_id, kind="sweep", runs=runs, sweep=m, rejected=rejected)
     check_run_manifest(m, path)
     return RunSet(id=run_id, kind="run", runs=[Run(testid=m.get("testid") or run_id, manifest=m, path=path)])
 

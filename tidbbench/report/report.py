@@ -195,6 +195,7 @@ class Report(WorkloadSections):
             return [f"# Sysbench Performance Test Report -- {a[0]}", ""]
         from tidbbench.report import differs
         lines = [f"# Sysbench Performance Test Report -- {a[1]} vs. {a[0]}", ""]
+        lines.extend(differs.hardware(self.sets, a))  # first: a comparison across host classes says so
         lines.extend(differs.section(self.sets, a))
         lines.extend(statements.section(self.sets, a, self.workloads))  # why QPS moved: tidbbench/report/statements.py
         lines.pop()
@@ -233,7 +234,7 @@ class Report(WorkloadSections):
         if not self.pair:
             tests = [t[1:] for t in tests]
             hdr = hdr[1:]
-        return lines + [md_table(hdr, tests), ""]
+        return lines + [md_table(hdr, tests), ""] + disturb.sample_table(self.sets, a, self.pair, self.workloads)
 
     def target_lines(self):
         a = self.labels

@@ -18,6 +18,12 @@ login) before each of the arm's samples; an arm that does not name a variable an
 runs with the value it had when the plan started, and every such variable is restored at the
 end. Run again with the same --id, an interrupted plan resumes: finished samples are kept.
 
+A sample that the rule of tidbbench/disturbance.py calls disturbed (CPU steal, the other
+processes' CPU, a slow canary, from its manifest's per-step `disturbance`) is run again at once,
+at most `"reruns"` times (default 2; 0: never) and within a plan-wide cap (a fifth of the
+samples, at least 2); the rejected sample is kept, under `rejected` in its arm's sweep manifest
+and in the plan manifest, with why (docs/report.md, "Disturbed samples").
+
 `"prepare": true` drops and prepares the tables (prepare.js) once per target before the first
 sample (a resumed plan does not again); `"reset": true` does so before every sample. A plan that
 prepares (either) creates its database when the target has none; one that does not stops before
@@ -43,14 +49,14 @@ import sys
 import time
 from pathlib import Path
 
-from tidbbench import ROOT, ReportError, contract
+from tidbbench import ROOT, ReportError, contract, disturbance
 from tidbbench.commands import DEFAULTS
 from tidbbench.k6env import new_testid
 from tidbbench.sweep import seedplan
 from tidbbench.sweep import sweep as sw
 
 KEYS = {"workloads", "threads", "repeats", "seed", "options", "reset", "analyze", "prepare_threads", "arms",
-        "admin", "description", "source", "targets", "prepare"}
+        "admin", "description", "source", "targets", "prepare", "reruns"}
 ARM_KEYS = {"name", "options", "set_global", "description"}
 ADMIN_KEYS = {"user", "password_file", "host", "port"}
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.]{0,15}$")
@@ -110,6 +116,9 @@ def load(path):
         raise _err(f"plan {path}: invalid targets {plan['targets']!r} (valid: required, optional)")
     if not isinstance(plan.get("source", ""), str):
         raise _err(f"plan {path}: 'source' must name the report the plan reproduces (got {plan['source']!r})")
+    reruns = plan.get("reruns", disturbance.RERUNS_PER_SAMPLE)
+    if not isinstance(reruns, int) or isinstance(reruns, bool) or not 0 <= reruns <= 9:
+        raise _err(f"plan {path}: invalid reruns {reruns!r}: the reruns of a disturbed sample, 0 (none) to 9")
     for k in ("reset", "analyze", "prepare"):
         if not isinstance(plan.get(k, False), bool):
             raise _err(f"plan {path}: '{k}' must be true or false (got {plan[k]!r})")
@@ -272,135 +281,150 @@ def admin_password(adm):
         raise _err(f"plan admin: cannot read password_file {pf}: {e.strerror}")
 
 
-def run_plan(a, argv):
-    plan = load(a.plan)
-    plan, overrides, scaled = seedplan.apply(plan, a.plan, a)
-    if a.repeats != 1:
-        plan["repeats"] = a.repeats
-    results = Path(a.results).resolve()
-    results.mkdir(parents=True, exist_ok=True)
-    try:
-        base = a.id or new_testid()
-    except RuntimeError as e:
-        raise _err(f"no plan id: {e}") from e
-    base = base[len("plan-"):] if base.startswith("plan-") else base
-    names = [arm["name"] for arm in plan["arms"]]
-    repeats = plan.get("repeats", 1)
-    for w in plan["workloads"]:
-        for n in names:
-            tid = sw.sample_testid(f"{base}-{n}", w, repeats, repeats)
-            if not contract.testid_re().match(tid):
-                raise _err(f"invalid --id {a.id}: testid '{tid}' must be letters, digits, . _ - "
-                           f"(at most {contract.testid_max()})")
-    ppath = results / f"plan-{base}.json"
-    state = None
-    if ppath.exists():
-        state = json.loads(ppath.read_text())
-        if state.get("digest") != digest(plan):
-            raise _err(f"plan '{base}' exists ({ppath}) with another plan; choose another --id")
-        if state.get("status") == "complete":
-            raise _err(f"plan '{base}' is complete ({ppath}); choose another --id")
-    # every arm reachable, with options k6 accepts, before anything runs
-    targets, admins, logins = {}, {}, {}
-    # the variables set on a target: those of the arms that run there (another version may not have them)
-    def target_of(arm):
-        t = sw.target({k: str(v) for k, v in arm_options(plan, arm).items()}, None)
-        return (t["mysql_host"], t["mysql_port"])
-    tvars = target_vars(plan, target_of)
-    for arm in plan["arms"]:
-        opts = arm_options(plan, arm)
-        common = [x for k, v in opts.items() for x in ("-e", f"{k}={v}")]
-        bad = sw.k6_check(common, plan["workloads"], ",".join(map(str, plan["threads"])))
-        if bad:
-            raise _err(f"arm '{arm['name']}': {bad} (nothing was run)")
-        t = sw.target({k: str(v) for k, v in opts.items()}, None)
-        targets[arm["name"]] = t
-        key = (t["mysql_host"], t["mysql_port"])
+class PlanRun:
+    """One `scripts/sweep --plan` invocation: the checked plan, its targets and admin logins, the
+    plan manifest (state) and each arm's sweep manifest, and the rounds run."""
+
+    def __init__(self, a, argv):
+        self.a, self.argv = a, argv
+        plan = load(a.plan)
+        plan, self.overrides, self.scaled = seedplan.apply(plan, a.plan, a)
+        if a.repeats != 1:
+            plan["repeats"] = a.repeats
+        self.plan = plan
+        self.results = Path(a.results).resolve()
+        self.results.mkdir(parents=True, exist_ok=True)
         try:
-            c = connect(dict(t, mysql_db=None))
-            store = tidb_store(c)
-            c.close()
-            conflict = unistore_conflict(plan, [a["name"] for a in plan["arms"] if target_of(a) == key], store)
-            if conflict:
-                raise _err(f"{t['mysql_host']}:{t['mysql_port']}: {conflict}")
-            ensure_database(t, bool(plan.get("prepare") or plan.get("reset")))
+            base = a.id or new_testid()
+        except RuntimeError as e:
+            raise _err(f"no plan id: {e}") from e
+        self.base = base[len("plan-"):] if base.startswith("plan-") else base
+        self.names = [arm["name"] for arm in plan["arms"]]
+        self.repeats = plan.get("repeats", 1)
+        self.arms = {arm["name"]: arm for arm in plan["arms"]}
+        suffix = f"-x{plan.get('reruns', disturbance.RERUNS_PER_SAMPLE)}" if plan.get("reruns", 1) else ""
+        for w in plan["workloads"]:
+            for n in self.names:
+                tid = sw.sample_testid(f"{self.base}-{n}", w, self.repeats, self.repeats) + suffix
+                if not contract.testid_re().match(tid):
+                    raise _err(f"invalid --id {a.id}: testid '{tid}' must be letters, digits, . _ - "
+                               f"(at most {contract.testid_max()})")
+        self.ppath = self.results / f"plan-{self.base}.json"
+        self.state = None
+        if self.ppath.exists():
+            self.state = json.loads(self.ppath.read_text())
+            if self.state.get("digest") != digest(plan):
+                raise _err(f"plan '{self.base}' exists ({self.ppath}) with another plan; choose another --id")
+            if self.state.get("status") == "complete":
+                raise _err(f"plan '{self.base}' is complete ({self.ppath}); choose another --id")
+        self.targets, self.admins, self.logins = {}, {}, {}
+
+    def target_of(self, arm):
+        t = sw.target({k: str(v) for k, v in arm_options(self.plan, arm).items()}, None)
+        return (t["mysql_host"], t["mysql_port"])
+
+    def check_arms(self):
+        """Every arm reachable, with options k6 accepts, before anything runs; the variables set
+        on a target are those of the arms that run there (another version may not have them)."""
+        plan = self.plan
+        self.tvars = target_vars(plan, self.target_of)
+        for arm in plan["arms"]:
+            opts = arm_options(plan, arm)
+            common = [x for k, v in opts.items() for x in ("-e", f"{k}={v}")]
+            bad = sw.k6_check(common, plan["workloads"], ",".join(map(str, plan["threads"])))
+            if bad:
+                raise _err(f"arm '{arm['name']}': {bad} (nothing was run)")
+            t = sw.target({k: str(v) for k, v in opts.items()}, None)
+            self.targets[arm["name"]] = t
+            key = (t["mysql_host"], t["mysql_port"])
+            try:
+                c = connect(dict(t, mysql_db=None))
+                store = tidb_store(c)
+                c.close()
+                conflict = unistore_conflict(plan, [x["name"] for x in plan["arms"] if self.target_of(x) == key], store)
+                if conflict:
+                    raise _err(f"{t['mysql_host']}:{t['mysql_port']}: {conflict}")
+                ensure_database(t, bool(plan.get("prepare") or plan.get("reset")))
+            except ReportError:
+                raise
+            except Exception as e:  # pymysql's errors, refused ports, unknown hosts
+                raise _err(f"arm '{arm['name']}' cannot be reached: {t['mysql_host']}:{t['mysql_port']} as user "
+                           f"'{t['mysql_user']}' (database '{t['mysql_db']}'): {getattr(e, 'args', [e])[-1]} "
+                           "(nothing was run)")
+            if sorted(self.tvars[key]) and key not in self.admins:
+                self.admin_login(arm, t, key)
+
+    def admin_login(self, arm, t, key):
+        """The admin connection to target `key` and its set_global variables' values now."""
+        adm = self.plan["admin"]
+        at = dict(t, mysql_host=adm.get("host", t["mysql_host"]), mysql_port=adm.get("port", t["mysql_port"]))
+        try:
+            c = connect(at, user=adm["user"], password=admin_password(adm))
         except ReportError:
             raise
-        except Exception as e:  # pymysql's errors, refused ports, unknown hosts
-            raise _err(f"arm '{arm['name']}' cannot be reached: {t['mysql_host']}:{t['mysql_port']} as user "
-                       f"'{t['mysql_user']}' (database '{t['mysql_db']}'): {getattr(e, 'args', [e])[-1]} "
+        except Exception as e:
+            raise _err(f"arm '{arm['name']}': the admin login '{adm['user']}' cannot connect to "
+                       f"{at['mysql_host']}:{at['mysql_port']}: {getattr(e, 'args', [e])[-1]} "
                        "(nothing was run)")
-        sg_vars = sorted(tvars[key])
-        if sg_vars:
-            adm = plan["admin"]
-            if key not in admins:
-                at = dict(t, mysql_host=adm.get("host", t["mysql_host"]), mysql_port=adm.get("port", t["mysql_port"]))
+        with c.cursor() as cur:
+            orig = {}
+            for v in sorted(self.tvars[key]):
                 try:
-                    c = connect(at, user=adm["user"], password=admin_password(adm))
-                except ReportError:
-                    raise
+                    cur.execute(f"SELECT @@GLOBAL.{v}")
+                    orig[v] = str(cur.fetchone()[0])
                 except Exception as e:
-                    raise _err(f"arm '{arm['name']}': the admin login '{adm['user']}' cannot connect to "
-                               f"{at['mysql_host']}:{at['mysql_port']}: {getattr(e, 'args', [e])[-1]} "
-                               "(nothing was run)")
-                with c.cursor() as cur:
-                    orig = {}
-                    for v in sg_vars:
-                        try:
-                            cur.execute(f"SELECT @@GLOBAL.{v}")
-                            orig[v] = str(cur.fetchone()[0])
-                        except Exception as e:
-                            raise _err(f"arm '{arm['name']}': unknown variable '{v}' in set_global: "
-                                       f"{getattr(e, 'args', [e])[-1]} (nothing was run)")
-                admins[key] = (c, orig)
-                logins[key] = (at, adm["user"], admin_password(adm))
-    if state is not None:
-        # a resumed plan: the values from before the plan started, not what an interrupted run left
-        for (h, p), (c, orig) in admins.items():
-            orig.update(state.get("original_globals", {}).get(f"{h}:{p}", {}))
-    if state is None:
-        state = {"plan": f"plan-{base}", "digest": digest(plan), "file": str(a.plan), "spec": plan,
-                 "overrides": overrides, "scaled": scaled, "prepared": [],
-                 "created": sw.now_ms(), "status": "running",
-                 "arms": {n: f"sweep-{base}-{n}" for n in names}, "order": [], "original_globals": {}}
-        for (h, p), (_, orig) in admins.items():
-            state["original_globals"][f"{h}:{p}"] = orig
-    state["status"] = "running"
-    sw.save_json(ppath, state)
-    arms = {arm["name"]: arm for arm in plan["arms"]}
-    sweeps = {}
-    for n in names:
-        sp = results / f"sweep-{base}-{n}.json"
-        if sp.exists():
-            sweeps[n] = json.loads(sp.read_text())
+                    raise _err(f"arm '{arm['name']}': unknown variable '{v}' in set_global: "
+                               f"{getattr(e, 'args', [e])[-1]} (nothing was run)")
+        self.admins[key] = (c, orig)
+        self.logins[key] = (at, adm["user"], admin_password(adm))
+
+    def open_manifests(self):
+        """The plan manifest (a resumed plan's, or a new one) and each arm's sweep manifest."""
+        plan, base = self.plan, self.base
+        if self.state is not None:
+            # a resumed plan: the values from before the plan started, not what an interrupted run left
+            for (h, p), (c, orig) in self.admins.items():
+                orig.update(self.state.get("original_globals", {}).get(f"{h}:{p}", {}))
         else:
-            opts = arm_options(plan, arms[n])
-            sweeps[n] = {
-                "sweep": f"sweep-{base}-{n}", "plan": f"plan-{base}", "arm": n, "status": "running",
-                "created": sw.now_ms(), "finished": None,
-                "command": sw.scrub_argv(["scripts/sweep", *argv]),
-                "workloads": plan["workloads"], "threads": plan["threads"], "repeats": repeats,
-                "options": {k: ("***" if k == "mysql_password" else v) for k, v in opts.items()},
-                "set_global": arms[n].get("set_global", {}),
-                "scaled": scaled, "source": plan.get("source"),
-                "stack": sw.stack_commit(), "analyze": bool(plan.get("analyze")), "reset": bool(plan.get("reset")),
-                "prepare_threads": plan.get("prepare_threads", 4) if plan.get("reset") else None, "runs": []}
-        sw.save_json(results / f"sweep-{base}-{n}.json", sweeps[n])
-    done = {r["testid"] for s in sweeps.values() for r in s["runs"]}
+            self.state = {"plan": f"plan-{base}", "digest": digest(plan), "file": str(self.a.plan), "spec": plan,
+                          "overrides": self.overrides, "scaled": self.scaled, "prepared": [],
+                          "created": sw.now_ms(), "status": "running",
+                          "arms": {n: f"sweep-{base}-{n}" for n in self.names}, "order": [], "original_globals": {}}
+            for (h, p), (_, orig) in self.admins.items():
+                self.state["original_globals"][f"{h}:{p}"] = orig
+        self.state["status"] = "running"
+        sw.save_json(self.ppath, self.state)
+        self.sweeps = {}
+        for n in self.names:
+            sp = self.results / f"sweep-{base}-{n}.json"
+            if sp.exists():
+                self.sweeps[n] = json.loads(sp.read_text())
+            else:
+                opts = arm_options(plan, self.arms[n])
+                self.sweeps[n] = {
+                    "sweep": f"sweep-{base}-{n}", "plan": f"plan-{base}", "arm": n, "status": "running",
+                    "created": sw.now_ms(), "finished": None,
+                    "command": sw.scrub_argv(["scripts/sweep", *self.argv]),
+                    "workloads": plan["workloads"], "threads": plan["threads"], "repeats": self.repeats,
+                    "options": {k: ("***" if k == "mysql_password" else v) for k, v in opts.items()},
+                    "set_global": self.arms[n].get("set_global", {}),
+                    "scaled": self.scaled, "source": plan.get("source"),
+                    "stack": sw.stack_commit(), "analyze": bool(plan.get("analyze")), "reset": bool(plan.get("reset")),
+                    "prepare_threads": plan.get("prepare_threads", 4) if plan.get("reset") else None, "runs": []}
+            self.save_sweep(n)
 
-    class Flags:  # what run_sample reads of the command line
-        reset = bool(plan.get("reset"))
-        analyze = bool(plan.get("analyze"))
-        prepare_threads = plan.get("prepare_threads", 4)
+    def save_sweep(self, n):
+        sw.save_json(self.results / f"sweep-{self.base}-{n}.json", self.sweeps[n])
 
-    def apply(n):
-        t = targets[n]
-        sg_vars = sorted(tvars[(t["mysql_host"], t["mysql_port"])])
+    def apply(self, n):
+        """The arm's set_global variables on its target (the others' back to their values)."""
+        t = self.targets[n]
+        sg_vars = sorted(self.tvars[(t["mysql_host"], t["mysql_port"])])
         if not sg_vars:
             return
-        c, orig = admins[(t["mysql_host"], t["mysql_port"])]
+        c, orig = self.admins[(t["mysql_host"], t["mysql_port"])]
         want = dict(orig)
-        want.update({k: str(v) for k, v in arms[n].get("set_global", {}).items()})
+        want.update({k: str(v) for k, v in self.arms[n].get("set_global", {}).items()})
         with c.cursor() as cur:
             for v in sg_vars:
                 cur.execute(f"SET GLOBAL {v} = %s", (want[v],))
@@ -411,56 +435,124 @@ def run_plan(a, argv):
                                       f"{v} does not take that value: a variable of another TiDB version?)")
         print(f"plan: arm {n}: " + ", ".join(f"{v}={want[v]}" for v in sg_vars), flush=True)
 
-    skipped = 0
-    t0 = time.time()
-    try:
-        if plan.get("prepare"):
-            prepare_once(plan, arms, names, targets, state, ppath, results, sw)
-        for rnd in range(1, repeats + 1):
-            order = round_order(names, plan.get("seed", 1), rnd)
+    def run_rounds(self):
+        """Every sample not run yet, round by round, the arms in each round's seeded order;
+        returns how many were kept from before."""
+        plan = self.plan
+        done = {r.get("sample", r["testid"]) for s in self.sweeps.values() for r in s["runs"]}
+        skipped = 0
+
+        class Flags:  # what run_sample reads of the command line
+            reset = bool(plan.get("reset"))
+            analyze = bool(plan.get("analyze"))
+            prepare_threads = plan.get("prepare_threads", 4)
+        for rnd in range(1, self.repeats + 1):
+            order = round_order(self.names, plan.get("seed", 1), rnd)
             for w in plan["workloads"]:
                 for n in order:
-                    tid = sw.sample_testid(f"{base}-{n}", w, rnd, repeats)
+                    tid = sw.sample_testid(f"{self.base}-{n}", w, rnd, self.repeats)
                     if tid in done:
                         skipped += 1
                         continue
-                    opts = arm_options(plan, arms[n])
-                    common = [x for k, v in opts.items() for x in ("-e", f"{k}={v}")]
-                    tables = int(opts.get("tables") or DEFAULTS["tables"])
-                    entry = {"workload": w, "testid": tid, "repeat": rnd, "arm": n}
-                    sw.run_sample(entry, common, ",".join(map(str, plan["threads"])), results, Flags, tables,
-                                  lambda n=n: targets[n], before=lambda n=n: apply(n))
-                    sweeps[n]["runs"].append(entry)
-                    sw.save_json(results / f"sweep-{base}-{n}.json", sweeps[n])
-                    state["order"].append(tid)
-                    sw.save_json(ppath, state)
-    except (ReportError, KeyboardInterrupt) as e:
+                    self.run_sample(n, w, rnd, tid, Flags)
+                    self.state["order"].append(tid)
+                    sw.save_json(self.ppath, self.state)
+        return skipped
+
+    def run_sample(self, n, w, rnd, tid, flags):
+        """One sample of arm n, rerun while the rule of tidbbench/disturbance.py calls it
+        disturbed, at most the plan's `reruns` times and within the plan-wide cap; a rejected
+        sample stays in the arm's sweep manifest under `rejected`, with why."""
+        opts = arm_options(self.plan, self.arms[n])
+        common = [x for k, v in opts.items() for x in ("-e", f"{k}={v}")]
+        tables = int(opts.get("tables") or DEFAULTS["tables"])
+        per_sample = self.plan.get("reruns", disturbance.RERUNS_PER_SAMPLE)
+        samples = self.repeats * len(self.plan["workloads"]) * len(self.names)
+        rejected = self.state.setdefault("rejected", [])
+        tries = sum(1 for r in rejected if r["sample"] == tid)
+        while True:
+            testid = tid if not tries else f"{tid}-x{tries}"
+            entry = {"workload": w, "testid": testid, "repeat": rnd, "arm": n}
+            if tries:
+                entry["sample"] = tid
+            sw.run_sample(entry, common, ",".join(map(str, self.plan["threads"])), self.results, flags, tables,
+                          lambda: self.targets[n], before=lambda: self.apply(n))
+            why = self.disturbed(testid)
+            if why and tries < per_sample and len(rejected) < disturbance.rerun_cap(samples):
+                entry["rejected"] = "; ".join(why)
+                self.sweeps[n].setdefault("rejected", []).append(entry)
+                rejected.append({"sample": tid, "testid": testid, "why": entry["rejected"]})
+                print(f"plan: sample {testid} is disturbed ({entry['rejected']}): rerun "
+                      f"{tries + 1} of at most {per_sample}", flush=True)
+                self.save_sweep(n)
+                sw.save_json(self.ppath, self.state)
+                tries += 1
+                continue
+            if why:
+                entry["disturbed"] = "; ".join(why)  # kept: no rerun left
+            self.sweeps[n]["runs"].append(entry)
+            self.save_sweep(n)
+            return
+
+    def disturbed(self, testid):
+        """Why the sample `testid` is disturbed, its canaries against the median of every canary
+        the plan's accepted samples and it recorded; [] when it is not."""
+        ms = [self.manifest(r["testid"]) for s in self.sweeps.values() for r in s["runs"]]
+        m = self.manifest(testid)
+        return disturbance.run_reasons(m, disturbance.canary_median([x for x in ms + [m] if x]))
+
+    def manifest(self, testid):
+        try:
+            return json.loads((self.results / f"{testid}.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            return None
+
+    def fail(self, e):
+        state = self.state
         state["status"] = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
         state["error"] = str(e) or "interrupted"
-        sw.save_json(ppath, state)
-        for n in names:
-            sweeps[n]["status"] = state["status"]
-            sw.save_json(results / f"sweep-{base}-{n}.json", sweeps[n])
-        print(f"error: plan plan-{base} {state['status']}: {state['error']} (run it again with --id {base} "
+        sw.save_json(self.ppath, state)
+        for n in self.names:
+            self.sweeps[n]["status"] = state["status"]
+            self.save_sweep(n)
+        print(f"error: plan plan-{self.base} {state['status']}: {state['error']} (run it again with --id {self.base} "
               "to resume; finished samples are kept)", file=sys.stderr)
         return 130 if isinstance(e, KeyboardInterrupt) else getattr(e, "code", 1) or 1
+
+    def finish(self, t0, skipped):
+        state = self.state
+        for n in self.names:
+            self.sweeps[n]["status"] = "complete"
+            self.sweeps[n]["finished"] = sw.now_ms()
+            self.save_sweep(n)
+        state["status"] = "complete"
+        state["finished"] = sw.now_ms()
+        state["seconds"] = round((state["finished"] - state["created"]) / 1000, 1)  # from the start, resumes included
+        sw.save_json(self.ppath, state)
+        reruns = len(state.get("rejected", []))
+        print(f"plan plan-{self.base} done: {time.time() - t0:.0f} s this time, {state['seconds']:.0f} s since it "
+              f"started ({skipped} sample(s) kept from before{f', {reruns} rerun as disturbed' if reruns else ''}): "
+              f"arms {', '.join(state['arms'].values())} (manifest {self.ppath})", flush=True)
+
+
+def run_plan(a, argv):
+    r = PlanRun(a, argv)
+    r.check_arms()
+    r.open_manifests()
+    t0 = time.time()
+    try:
+        if r.plan.get("prepare"):
+            prepare_once(r.plan, r.arms, r.names, r.targets, r.state, r.ppath, r.results, sw)
+        skipped = r.run_rounds()
+    except (ReportError, KeyboardInterrupt) as e:
+        return r.fail(e)
     finally:
-        restore(admins, logins)
-    for n in names:
-        sweeps[n]["status"] = "complete"
-        sweeps[n]["finished"] = sw.now_ms()
-        sw.save_json(results / f"sweep-{base}-{n}.json", sweeps[n])
-    state["status"] = "complete"
-    state["finished"] = sw.now_ms()
-    state["seconds"] = round((state["finished"] - state["created"]) / 1000, 1)  # from the start, resumes included
-    sw.save_json(ppath, state)
-    print(f"plan plan-{base} done: {time.time() - t0:.0f} s this time, {state['seconds']:.0f} s since it started "
-          f"({skipped} sample(s) kept from before): "
-          f"arms {', '.join(state['arms'].values())} (manifest {ppath})", flush=True)
+        restore(r.admins, r.logins)
+    r.finish(t0, skipped)
     if a.no_report:
         return 0
     import subprocess
-    return subprocess.run(sw.report_cmd(a, results, [state["arms"][names[0]], state["arms"][names[1]]])).returncode
+    return subprocess.run(sw.report_cmd(a, r.results, [r.state["arms"][r.names[0]], r.state["arms"][r.names[1]]])).returncode
 
 
 def prepare_once(plan, arms, names, targets, state, ppath, results, sw):

@@ -28,7 +28,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from tidbbench import ROOT, ReportError
+from tidbbench import ROOT, ReportError, disturbance
 from tidbbench.history import cp as hcp
 from tidbbench.history import store
 from tidbbench.k6env import new_testid, read_k6_env, state_dir
@@ -93,6 +93,12 @@ def one_run(a, testid, out):
         "-e", f"workload={a.workload}", "-e", f"threads={a.threads}", "-e", f"time={a.time}",
         "-e", f"warmup_time={a.warmup_time}", "-e", f"testid={testid}", "oltp.js"], out)
     m = json.loads((out / f"{testid}.json").read_text())
+    # what disturbed the run (the manifest's per-step `disturbance`, k6/lib/disturb.js), beside the
+    # load average: the table of where the spread comes from reads both (measure --reject-disturbed)
+    with open(out / "conditions.jsonl", "a") as f:
+        f.write(json.dumps({"testid": testid, "after": True, "loadavg_after": loadavg(),
+                            "disturbance": {str(x["threads"]): x.get("disturbance") for x in m["steps"]},
+                            "disturbed": disturbance.run_reasons(m)}) + "\n")
     return m["steps"][0]
 
 
@@ -143,8 +149,10 @@ def collect_runs(a, out):
     stamp = new_testid()  # the launcher core's (k6/ext/launch makes every testid); one per collection
     for i in range(a.runs):
         s = one_run(a, f"haa-{stamp}-{i:03d}", out)
+        d = s.get("disturbance") or {}
         print(f"run {i + 1}/{a.runs}: {s['qps']:.1f} QPS, p95 {s['latency_ms']['p95']:.3f} ms, load average "
-              f"{loadavg()}", flush=True)
+              f"{loadavg()}, {disturbance.summary(s)}, database CPU {disturbance.cores(d.get('db_cpu_s'), d)} cores",
+              flush=True)
     print(f"{a.runs} A/A runs in {out}")
     return 0
 
@@ -194,17 +202,25 @@ def quote(v):
 
 # -- measuring
 
-def pool(folder, metric, threads=None):
-    """The metric's values of the runs in folder (one thread step), in the order they ran."""
+def pool(folder, metric, threads=None, reject_disturbed=False):
+    """The metric's values of the runs in folder (one thread step), in the order they ran; with
+    reject_disturbed, without the steps the rule of tidbbench/disturbance.py calls disturbed (the
+    canary against the median of every run's canaries)."""
     runs = []
-    for kind, f, m in store.scan([folder]):
-        if kind != "run":
-            continue
+    found = [m for kind, f, m in store.scan([folder]) if kind == "run"]
+    median = disturbance.canary_median(found) if reject_disturbed else None
+    dropped = 0
+    for m in found:
         for s in m["steps"]:
+            if reject_disturbed and disturbance.step_reasons(s, median):
+                dropped += 1
+                continue
             if threads is None or s.get("threads") == threads:
                 v = store.step_point(m, s).get(metric)
                 if v is not None:
                     runs.append((store.started_ms(m), v))
+    if reject_disturbed:
+        print(f"{folder}: {dropped} disturbed step(s) left out (tidbbench/disturbance.py's rule)", flush=True)
     if len(runs) < 5:
         raise ReportError(f"{folder}: {len(runs)} runs with {metric}; at least 5 are needed "
                           "(tools/history-quality collect)", code=2)
@@ -252,7 +268,7 @@ def measure_one(values, params, a, sign):
 
 def measure(a):
     folder = Path(a.from_ or ROOT / "results/history-aa")
-    values = pool(folder, a.metric, a.threads)
+    values = pool(folder, a.metric, a.threads, a.reject_disturbed)
     sign = -1 if hcp.METRICS[a.metric] else 1  # a regression: QPS down, latency up
     cv = statistics.stdev(values) / statistics.fmean(values) * 100
     if a.noise_cv:
@@ -338,6 +354,9 @@ def parser():
     p.add_argument("--noise-cv", type=float, metavar="PCT",
                    help="scale the runs' deviations from their mean to this CV (the recorded shape at a "
                         "quieter host's spread; default: as recorded)")
+    p.add_argument("--reject-disturbed", action="store_true",
+                   help="leave out the runs whose step the rule of tidbbench/disturbance.py calls disturbed "
+                        "(steal, other processes' CPU, a slow canary; docs/report.md)")
     p.add_argument("--seed", type=int, default=29)
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     return ap

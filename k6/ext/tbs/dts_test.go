@@ -225,6 +225,20 @@ func checkDataShapes(t *testing.T, dts map[string]map[string]dtsMember, m *Modul
 	t.Helper()
 	snap := sortedKeys(newHistogram().Snapshot())
 	sameNames(t, "HistogramSnapshot", snap, sortedKeys(dts["HistogramSnapshot"]))
+	sameNames(t, "HostSample", sortedKeys(HostSample{}.data()), sortedKeys(dts["HostSample"]))
+	sameNames(t, "ListenerPid", sortedKeys(m.ListenerPid(1)), sortedKeys(dts["ListenerPid"]))
+	sameNames(t, "CanaryTiming", sortedKeys(m.Canary(1)), sortedKeys(dts["CanaryTiming"]))
+	// every key disturbance() may give: a full window, one without PSI and database, a failed read
+	dk := map[string]bool{}
+	full := HostSample{At: 1, Total: 1, Pid: 1, PidTicks: 0}
+	for _, d := range []map[string]any{disturbance(full, HostSample{At: 2, Total: 2, Pid: 1, PidTicks: 1}),
+		disturbance(HostSample{At: 1, PsiSomeUs: -1, Pid: 1, PidTicks: -1}, HostSample{At: 2, Total: 1, PsiSomeUs: -1}),
+		disturbance(HostSample{Error: "x"}, HostSample{})} {
+		for k := range d {
+			dk[k] = true
+		}
+	}
+	sameNames(t, "Disturbance", sortedKeys(dk), sortedKeys(dts["Disturbance"]))
 	spec := sortedKeys(m.LatencyHistogram())
 	var specNames []string
 	for _, k := range spec {

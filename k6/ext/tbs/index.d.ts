@@ -76,6 +76,14 @@ export interface Tbs {
   rssBytes(): number;
   /** The CPUs this process may run on. */
   cores(): number;
+  /** The process listening on TCP `port` in k6's network namespace (its socket's inode among /proc/<pid>/fd): pid 0 and why when none can be seen (disturb.go). */
+  listenerPid(port: number): ListenerPid;
+  /** The host's CPU counters now: /proc/stat, /proc/pressure/cpu, k6's own and process `pid`'s /proc/<pid>/stat (0: no process). */
+  hostSample(pid: number): HostSample;
+  /** What disturbed the window between two hostSample() reads: a step's steps[i].disturbance without the canaries (k6/lib/disturb.js adds them). */
+  disturbance(a: HostSample, b: HostSample): Disturbance;
+  /** The canary: a fixed CPU calibration of this host's speed (disturb.go), timed `repeats` times. */
+  canary(repeats: number): CanaryTiming;
 
   /** A VU's statement runner on an xk6-sql database (native functions: no reflection wrapper per statement). */
   /** Throws, naming the value and what to do, unless a run can write its summary to folder `dir` (made when missing); oltp.js setup(). */
@@ -91,6 +99,58 @@ export interface Tbs {
   loop(spec: LoopSpec, rand: Rand, execer: Execer, rec: Recorder | null, conn: object): Loop;
   /** A VU's threads (threads_per_vu; one loop() each, in thread id order), run at once, a goroutine per thread, each `flushMs` (flush_ms) at a time (k6/ext/tbs/group.go; k6/lib/events.js runLoops drives it). */
   group(loops: Loop[], flushMs: number): Group;
+}
+
+/** listenerPid(): the process listening on a port. */
+export interface ListenerPid {
+  pid: number;
+  name: string;
+  why: string;
+}
+
+/** hostSample(): CPU counters in clock ticks (USER_HZ, 100), summed over every CPU. */
+export interface HostSample {
+  at: number;
+  cpus: number;
+  total: number;
+  idle: number;
+  steal: number;
+  /** /proc/pressure/cpu some total (µs); -1: n/a (psi_why). */
+  psi_some_us: number;
+  psi_why: string;
+  pid: number;
+  /** -1: not read. */
+  pid_ticks: number;
+  self_ticks: number;
+  /** /proc/stat could not be read. */
+  error: string;
+}
+
+/** disturbance(): shares of the window's CPU time (cpu_s: every CPU's seconds), CPU seconds; null where not measured, with the reason. */
+export interface Disturbance {
+  available: boolean;
+  why?: string;
+  window?: [number, number];
+  window_s?: number;
+  cpus?: number;
+  cpu_s?: number;
+  busy_cpu_s?: number;
+  steal_share?: number;
+  psi_some_share?: number | null;
+  psi_why?: string;
+  client_cpu_s?: number | null;
+  db_cpu_s?: number | null;
+  db_why?: string;
+  other_cpu_s?: number | null;
+  other_share?: number | null;
+}
+
+/** canary(): the fastest and the median timing (ns) of the canary's fixed work. */
+export interface CanaryTiming {
+  min_ns: number;
+  median_ns: number;
+  repeats: number;
+  work: string;
 }
 
 declare const tbs: Tbs;

@@ -18,12 +18,15 @@
 //   - Tally: a run's running totals in the process (queries, transactions, errors,
 //     reconnects, interval latencies), for the progress lines.
 //   - cpuSeconds / rssBytes: the process' own resource use.
+//   - hostSample / disturbance / listenerPid / canary: what disturbed a step (the host's CPU
+//     steal, pressure, the database's, k6's and the other processes' CPU from /proc, and a
+//     fixed CPU calibration timed around the step).
 //
 // One file per concern: module.go (registration, the process-wide state), clock.go,
 // histogram.go (+ atomicfloat.go; fairness.go: each thread's events and execution time;
 // histspec.go: its definition as data, exported to k6/contract.json), sink.go (the bounded
 // Trend sink), recorder.go, queue.go, unique.go, counter.go, barrier.go, tally.go, marks.go
-// (+ notevalue.go), process.go, testid.go, hash.go, exec.go (the statement runner), batch.go
+// (+ notevalue.go), process.go, disturb.go, testid.go, hash.go, exec.go (the statement runner), batch.go
 // (its statements on a held connection), loop.go (the native event loop), group.go (a VU's
 // threads), rand.go (sysbench's random numbers). index.d.ts is the JS API; dts_test.go keeps
 // it true.
