@@ -229,4 +229,11 @@ func TestIndexDtsIsTheGoModule(t *testing.T) {
 	}
 	sort.Strings(loopSpec)
 	sameNames(t, "LoopSpec", loopSpec, sortedKeys(dts["LoopSpec"]))
+	var profRes []string
+	pr := reflect.TypeOf(ProfileResult{})
+	for i := 0; i < pr.NumField(); i++ {
+		profRes = append(profRes, common.FieldName(pr, pr.Field(i)))
+	}
+	sort.Strings(profRes)
+	sameNames(t, "ProfileResult", profRes, sortedKeys(dts["ProfileResult"]))
 }
