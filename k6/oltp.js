@@ -1180,6 +1180,104 @@ var init_statements = __esm({
   }
 });
 
+// k6/lib/profiles.js
+import exec4 from "k6/execution";
+import { sleep as sleep4 } from "k6";
+import tbs10 from "k6/x/tbs";
+function profileScenario(o2, totalSeconds) {
+  if (!o2.profile) return {};
+  const n = Math.max(1, Math.floor(Number(__ENV.TBS_INSTANCES) || 1));
+  return {
+    profiles: {
+      executor: "per-vu-iterations",
+      exec: "profiles",
+      vus: n,
+      iterations: 1,
+      maxDuration: `${totalSeconds + 15}s`,
+      gracefulStop: "0s",
+      tags: { profiles: "true" }
+    }
+  };
+}
+function statusAddress(o2) {
+  if (o2.tidb_status_addr) return o2.tidb_status_addr;
+  const h = String(o2.mysql_host);
+  return `${h.includes(":") ? `[${h}]` : h}:${TIDB_STATUS_PORT}`;
+}
+function notProfiled(product) {
+  if (product === "tidb") return "";
+  const name = product === "mariadb" ? "MariaDB" : "MySQL";
+  return `the target is ${name}: it serves no CPU profile (only TiDB's status port does)`;
+}
+function profileFile(testid2, threads) {
+  return `${testid2}.profiles/step-${threads}.pb.gz`;
+}
+function capture2(o2, data, windows2) {
+  if (data.lane !== 0) return;
+  const save = (w2, v) => tbs10.note(`${PREFIX2}${data.testid}/t${w2.threads}`, JSON.stringify(v));
+  const why = notProfiled(data.product);
+  if (why) {
+    for (const w2 of windows2) save(w2, { available: false, why });
+    return;
+  }
+  const base = exec4.scenario.startTime;
+  const addr = statusAddress(o2);
+  const t = CONTRACT.timing;
+  const until = (at) => {
+    const wait = at - Date.now();
+    if (wait > 0) sleep4(wait / 1e3);
+  };
+  for (const w2 of windows2) {
+    let start = base + w2.measure_start;
+    const parties = gateParties(o2, data, w2.threads);
+    if (parties) {
+      until(base + w2.connect);
+      const go = tbs10.barrier(gateNames(data.testid, w2.threads).go, parties).wait(base + w2.start);
+      if (go < 0) return;
+      start = Math.min(go, base + w2.start) + o2.warmup_time * 1e3;
+    }
+    if (Date.now() > start + 1e3) {
+      save(w2, { available: false, why: `the profile could not start at the step's measured window (${((Date.now() - start) / 1e3).toFixed(1)} s late)` });
+      continue;
+    }
+    until(start);
+    const at = Date.now();
+    const file = profileFile(data.testid, w2.threads);
+    const r = tbs10.profile(addr, o2.time, t.profile_part_s, t.profile_slack_s, `${o2.results_dir}/${file}`);
+    if (!r.ok) {
+      save(w2, { available: false, why: r.why });
+      continue;
+    }
+    save(w2, {
+      available: true,
+      file,
+      format: "pprof (gzipped protobuf)",
+      source: "TiDB status port /debug/pprof/profile",
+      window: [at, Date.now()],
+      seconds: r.seconds,
+      parts: r.parts,
+      samples: r.samples,
+      cpu_s: r.cpuSeconds,
+      bytes: r.bytes
+    });
+  }
+}
+function stepProfile(notes, testid2, threads, queries) {
+  const text2 = notes[`${PREFIX2}${testid2}/t${threads}`];
+  if (text2 === void 0) return void 0;
+  const p = JSON.parse(text2);
+  return p.available ? { ...p, queries } : p;
+}
+var PREFIX2, TIDB_STATUS_PORT;
+var init_profiles = __esm({
+  "k6/lib/profiles.js"() {
+    init_config();
+    init_steps();
+    PREFIX2 = "profiles/";
+    TIDB_STATUS_PORT = 10080;
+  }
+});
+
 // k6/lib/summary.js
 var summary_exports = {};
 __export(summary_exports, {
@@ -1228,11 +1326,11 @@ function latencyFigures(h, snap, o2) {
     pct_value: o2.percentile ? pct(o2.percentile) : null
   };
 }
-function stepFigures(data, o2, tbs11, endedAt) {
+function stepFigures(data, o2, tbs12, endedAt) {
   const windows2 = stepWindows(o2);
   const sd = data.setup_data || {};
-  const marks = tbs11.marks();
-  const notes = tbs11.notes();
+  const marks = tbs12.marks();
+  const notes = tbs12.notes();
   const out = [];
   for (const win of windows2) {
     const name = histName(sd.testid, win.threads);
@@ -1250,7 +1348,7 @@ function stepFigures(data, o2, tbs11, endedAt) {
     if (scenarioStart === void 0 && endedAt < window.step_start) continue;
     const sel = `threads:${win.threads},warmup:false`;
     const q = (k) => val(data, `oltp_queries{${sel},kind:${k}}`, "count");
-    const h = tbs11.histogram(name);
+    const h = tbs12.histogram(name);
     const snap = h.snapshot();
     const interrupted = endedAt < window.measure_end - 500;
     const lastEnd = snap.last_end || 0;
@@ -1266,7 +1364,7 @@ function stepFigures(data, o2, tbs11, endedAt) {
       reconnects: val(data, `oltp_reconnects{${sel}}`, "count"),
       latency_ms: latencyFigures(h, snap, o2),
       histogram: histogramData(snap),
-      vus_ready: tbs11.counter(`${name}/ready`).get(),
+      vus_ready: tbs12.counter(`${name}/ready`).get(),
       fairness: fairnessOf(h.threads()),
       window
     };
@@ -1282,17 +1380,19 @@ function stepFigures(data, o2, tbs11, endedAt) {
     if (interrupted) s.interrupted = true;
     const st = stepStatements(notes, sd.testid, win.threads, o2.statements_top);
     if (st) s.statements = st;
+    const pr = stepProfile(notes, sd.testid, win.threads, s.queries.total);
+    if (pr) s.profile = pr;
     s.qps = elapsed > 0 ? s.queries.total / elapsed : 0;
     s.tps = elapsed > 0 ? s.transactions / elapsed : 0;
     const cpu0 = marks[`${name}/cpu_start`];
     const cpu1 = marks[`${name}/cpu_end`];
     if (cpu0 !== void 0 && cpu1 !== void 0) s.client_cpu_s = cpu1 - cpu0;
     if (o2.rate) {
-      const rh = tbs11.histogram(histName(sd.testid, win.threads, "response"));
+      const rh = tbs12.histogram(histName(sd.testid, win.threads, "response"));
       const rsnap = rh.snapshot();
       s.response_latency_ms = latencyFigures(rh, rsnap, o2);
       s.response_histogram = histogramData(rsnap);
-      const qs = tbs11.queue(`${sd.testid}/t${win.threads}/queue`, o2.rate, 0, 0, 1).stats();
+      const qs = tbs12.queue(`${sd.testid}/t${win.threads}/queue`, o2.rate, 0, 0, 1).stats();
       s.rate = { requested: o2.rate, backlog_at_end: qs.length, dropped: qs.dropped, taken: qs.taken };
     }
     out.push(s);
@@ -1350,16 +1450,16 @@ function summaryText(steps, o2, sd) {
   lines.push("");
   return lines.join("\n");
 }
-function summarize(data, o2, tbs11) {
+function summarize(data, o2, tbs12) {
   const sd = data.setup_data || null;
   if (!sd || !sd.testid) return { stdout: "" };
   const endedAt = Date.now();
-  const steps = stepFigures(data, o2, tbs11, endedAt);
-  const lh = tbs11.latencyHistogram();
+  const steps = stepFigures(data, o2, tbs12, endedAt);
+  const lh = tbs12.latencyHistogram();
   const opts = { ...o2 };
   delete opts.mysql_password;
   delete opts.help;
-  const run = JSON.parse(tbs11.notes()[`${sd.testid}/run`] || "{}");
+  const run = JSON.parse(tbs12.notes()[`${sd.testid}/run`] || "{}");
   const out = {
     testid: sd.testid,
     workload: o2.workload,
@@ -1370,7 +1470,7 @@ function summarize(data, o2, tbs11) {
     run_start: sd.run_start,
     run_end: endedAt,
     options: opts,
-    target_variables: sd.variables || JSON.parse(tbs11.notes()[`${sd.testid}/variables`] || "{}"),
+    target_variables: sd.variables || JSON.parse(tbs12.notes()[`${sd.testid}/variables`] || "{}"),
     load_generator: sd.host ?? run.host,
     latency_method: `sysbench 1.0.20 histogram (${lh.buckets} log buckets, ${lh.min_ms} ms to ${lh.max_ms / 1e3} s, nearest rank), per step`,
     steps,
@@ -1390,6 +1490,7 @@ var init_summary = __esm({
   "k6/lib/summary.js"() {
     init_steps();
     init_statements();
+    init_profiles();
     init_config();
     fmt2 = (x, d = 2) => Number.isFinite(x) ? x.toFixed(d) : "n/a";
     SLICED = /^select_random_/;
@@ -1403,9 +1504,9 @@ init_rand();
 init_sysbench();
 init_metrics();
 init_conn();
-import exec4 from "k6/execution";
-import { sleep as sleep4 } from "k6";
-import tbs10 from "k6/x/tbs";
+import exec5 from "k6/execution";
+import { sleep as sleep5 } from "k6";
+import tbs11 from "k6/x/tbs";
 
 // k6/lib/events.js
 init_config();
@@ -1675,6 +1776,7 @@ function progressLine(o2, data, windows2) {
 
 // k6/src/oltp.js
 init_statements();
+init_profiles();
 var summaryLib = __VU === 0 ? (init_summary(), __toCommonJS(summary_exports)) : null;
 var o = vuOptions(__ENV);
 var windows = stepWindows(o);
@@ -1685,7 +1787,7 @@ function runOptions() {
   const totalSeconds = Math.ceil(windows[windows.length - 1].end / 1e3);
   const startWait = o.start_at ? Math.max(0, (o.start_at - Date.now()) / 1e3) : 0;
   return {
-    scenarios: { ...stepScenarios(o), ...monitorScenario(o, totalSeconds), ...statementsScenario(o, totalSeconds) },
+    scenarios: { ...stepScenarios(o), ...monitorScenario(o, totalSeconds), ...statementsScenario(o, totalSeconds), ...profileScenario(o, totalSeconds) },
     thresholds: stepThresholds(o),
     tags: { testid, workload: o.workload },
     summaryTrendStats: ["avg", "min", "max", "count"],
@@ -1695,12 +1797,12 @@ function runOptions() {
 }
 var options = __VU === 0 ? runOptions() : void 0;
 var conn = new Conn(o);
-var rec = tbs10.recorder("oltp_latency", o.rate ? "oltp_response_latency" : "");
+var rec = tbs11.recorder("oltp_latency", o.rate ? "oltp_response_latency" : "");
 var done = rec.doneFn();
 var doneDue = o.rate ? rec.doneDueFn() : null;
 conn.samples = rec;
 if (o.report_interval) rec.tally(tally);
-var now = () => tbs10.now();
+var now = () => tbs11.now();
 var scenario = "";
 var scenarioInfo = null;
 var vuTags = null;
@@ -1718,7 +1820,7 @@ var nextCheck = 0;
 var stepEnd = 0;
 var stepTag = "";
 function segmentShare() {
-  const seg = exec4.test.options.executionSegment;
+  const seg = exec5.test.options.executionSegment;
   if (!seg) return 1;
   const frac = (x) => {
     const [a, b] = String(x).split("/").map(Number);
@@ -1745,8 +1847,8 @@ function activate(data) {
     console.error(`internal: thread id ${threadId} >= threads ${threads} in step t${threads}: this VU runs no events`);
     conn.close();
     if (gates) {
-      tbs10.barrier(gates.connected, threads).arrive();
-      tbs10.barrier(gates.go, parties).arrive();
+      tbs11.barrier(gates.connected, threads).arrive();
+      tbs11.barrier(gates.go, parties).arrive();
     }
     nextCheck = Infinity;
     stepEnd = 0;
@@ -1762,13 +1864,13 @@ function activate(data) {
     }
     const c = j === 0 ? conn : spare[j - 1];
     const tw = workState(o, makeRand(o, stepIdx * 1048576 + id), id, threads);
-    tw.unique = tbs10.unique(`${data.testid}/unique`, seed, (seed ^ 1540483477) >>> 0, data.instances || 1, data.lane || 0);
+    tw.unique = tbs11.unique(`${data.testid}/unique`, seed, (seed ^ 1540483477) >>> 0, data.instances || 1, data.lane || 0);
     mine.push({ id, conn: c, rec: c.samples, w: tw, loop: o.native_loop ? nativeLoop(o.workload, c, tw, c.samples) : null });
   }
   w = mine[0].w;
-  group = mine[0].loop ? tbs10.group(mine.map((t) => t.loop), FLUSH_MS) : null;
+  group = mine[0].loop ? tbs11.group(mine.map((t) => t.loop), FLUSH_MS) : null;
   event = group ? null : bindEvent(o.workload, conn, w);
-  if (!vuTags) vuTags = exec4.vu.metrics.tags;
+  if (!vuTags) vuTags = exec5.vu.metrics.tags;
   const tags = vuTags;
   tags.testid = data.testid;
   tags.workload = o.workload;
@@ -1780,30 +1882,30 @@ function activate(data) {
   let connected = 0;
   for (const t of mine) if (connectUntil(t.conn, t.w.prepared, latest)) connected++;
   if (connected && o.workload === "bulk_insert") {
-    w.bulkMark = tbs10.counter(`${data.testid}/bulk/sbtest${threadId + 1}`);
+    w.bulkMark = tbs11.counter(`${data.testid}/bulk/sbtest${threadId + 1}`);
     const r = conn.db.query(`SELECT COALESCE(MAX(id), 0) AS m FROM sbtest${threadId + 1}`);
     w.bulkSize = Math.max(Number(asText(r[0].m || r[0].M)) || 0, w.bulkMark.get());
   }
-  hist = tbs10.histogram(histName(data.testid, threads));
-  respHist = o.rate ? tbs10.histogram(histName(data.testid, threads, "response")) : null;
-  if (connected) tbs10.counter(`${histName(data.testid, threads)}/ready`).add(connected);
-  tbs10.mark(`${histName(data.testid, threads)}/scenario_start`, start);
+  hist = tbs11.histogram(histName(data.testid, threads));
+  respHist = o.rate ? tbs11.histogram(histName(data.testid, threads, "response")) : null;
+  if (connected) tbs11.counter(`${histName(data.testid, threads)}/ready`).add(connected);
+  tbs11.mark(`${histName(data.testid, threads)}/scenario_start`, start);
   let go = latest;
   if (gates) {
-    const con = tbs10.barrier(gates.connected, threads);
-    const gate = tbs10.barrier(gates.go, parties);
+    const con = tbs11.barrier(gates.connected, threads);
+    const gate = tbs11.barrier(gates.go, parties);
     for (let j = 0; j < mine.length; j++) {
       con.arrive();
       gate.arrive();
     }
     const at = gate.wait(latest);
     if (at > 0) go = Math.min(at, latest);
-    tbs10.mark(`${histName(data.testid, threads)}/go`, go);
+    tbs11.mark(`${histName(data.testid, threads)}/go`, go);
   }
   measureStart = go + o.warmup_time * 1e3;
   stepEnd = measureStart + o.time * 1e3;
   if (o.rate) {
-    queue = tbs10.queue(
+    queue = tbs11.queue(
       `${data.testid}/t${threads}/queue`,
       o.rate * segmentShare(),
       go,
@@ -1818,7 +1920,7 @@ function activate(data) {
     metrics.marker.add(stepEnd, { ...t, event: "measure_end", warmup: "false" });
   }
   const wait = go - Date.now();
-  if (wait > 0) sleep4(wait / 1e3);
+  if (wait > 0) sleep5(wait / 1e3);
   if (!warming) startMeasuring(data);
   else nextCheck = measureStart;
 }
@@ -1826,7 +1928,7 @@ function startMeasuring(data) {
   warming = false;
   vuTags.warmup = "false";
   for (const t of mine) t.rec.use(hist, respHist, t.id);
-  tbs10.mark(`${histName(data.testid, Number(stepTag))}/cpu_start`, tbs10.cpuSeconds());
+  tbs11.mark(`${histName(data.testid, Number(stepTag))}/cpu_start`, tbs11.cpuSeconds());
   nextCheck = nextStepStart(Number(stepTag), data);
 }
 function nextStepStart(threads, data) {
@@ -1841,13 +1943,13 @@ function endStep(data) {
     }
     conn.flush();
   }
-  tbs10.mark(`${histName(data.testid, Number(stepTag))}/cpu_end`, tbs10.cpuSeconds());
+  tbs11.mark(`${histName(data.testid, Number(stepTag))}/cpu_end`, tbs11.cpuSeconds());
   for (const t of mine) t.conn.close();
   stepEnd = 0;
 }
 function setup() {
   if (o.help) return {};
-  tbs10.checkResultsDir(o.results_dir);
+  tbs11.checkResultsDir(o.results_dir);
   const sdb = openDb(o);
   const v = connectOrExplain(sdb, o);
   const info = targetInfo(sdb, v);
@@ -1866,19 +1968,19 @@ function setup() {
   const variables = globalVariables(sdb);
   sdb.close();
   const version = o.version || info.version;
-  const runTags = exec4.test.options.tags || {};
+  const runTags = exec5.test.options.tags || {};
   const id = o.testid || runTags.testid || testid;
-  const inst = instanceOf(exec4.test.options);
+  const inst = instanceOf(exec5.test.options);
   if (o.start_at) {
     const wait = o.start_at - Date.now();
-    if (wait > 0) sleep4(wait / 1e3);
+    if (wait > 0) sleep5(wait / 1e3);
   }
   const runStart = o.start_at || Date.now();
   if (inst.lane === 0) {
     metrics.marker.add(runStart, { event: "run_start", version, threads: o.threads.join(","), warmup: "false", testid: id, workload: o.workload, instance_id: inst.id });
   }
-  tbs10.note(`${id}/variables`, JSON.stringify(variables));
-  tbs10.note(`${id}/run`, JSON.stringify({ version_full: info.full, host, segment: inst.segment, sequence: inst.sequence }));
+  tbs11.note(`${id}/variables`, JSON.stringify(variables));
+  tbs11.note(`${id}/run`, JSON.stringify({ version_full: info.full, host, segment: inst.segment, sequence: inst.sequence }));
   console.log(`testid=${id} workload=${o.workload} target=${o.mysql_host}:${o.mysql_port} version=${version} threads=${o.threads.join(",")}` + (inst.instances > 1 ? ` instance=${inst.id} segment=${inst.segment}` : ""));
   return {
     testid: id,
@@ -1893,7 +1995,7 @@ function setup() {
 }
 function oltp_default(data) {
   if (Date.now() >= nextCheck) {
-    if (!scenarioInfo) scenarioInfo = exec4.scenario;
+    if (!scenarioInfo) scenarioInfo = exec5.scenario;
     if (scenarioInfo.name !== scenario) {
       activate(data);
       return;
@@ -1901,7 +2003,7 @@ function oltp_default(data) {
     if (warming && Date.now() >= measureStart) startMeasuring(data);
   }
   if (!stepEnd) {
-    sleep4(1);
+    sleep5(1);
     return;
   }
   const until = Math.min(nextCheck, stepEnd, mine.length > 1 ? Infinity : Date.now() + BATCH_MS);
@@ -1915,6 +2017,9 @@ function monitor2(data) {
 }
 function statements(data) {
   capture(o, data, windows);
+}
+function profiles(data) {
+  capture2(o, data, windows);
 }
 function help() {
 }
@@ -1934,7 +2039,7 @@ function handleSummary(data) {
   if (o.help) return { stdout: `options (-e name=value; k6/contract.json has them all):
 ${optionHelp()}
 ` };
-  return summaryLib.summarize(data, o, tbs10);
+  return summaryLib.summarize(data, o, tbs11);
 }
 export {
   oltp_default as default,
@@ -1942,6 +2047,7 @@ export {
   help,
   monitor2 as monitor,
   options,
+  profiles,
   setup,
   statements,
   teardown

@@ -10,6 +10,7 @@
 // option, default 95) plus p50, p99 and max.
 import { histName, stepWindows } from './steps.js';
 import { stepStatements } from './statements.js';
+import { stepProfile } from './profiles.js';
 import { CONTRACT } from './config.js';
 
 export { histName };
@@ -122,6 +123,8 @@ export function stepFigures(data, o, tbs, endedAt) {
     if (interrupted) s.interrupted = true;
     const st = stepStatements(notes, sd.testid, win.threads, o.statements_top); // lib/statements.js
     if (st) s.statements = st;
+    const pr = stepProfile(notes, sd.testid, win.threads, s.queries.total); // lib/profiles.js
+    if (pr) s.profile = pr;
     s.qps = elapsed > 0 ? s.queries.total / elapsed : 0;
     s.tps = elapsed > 0 ? s.transactions / elapsed : 0;
     const cpu0 = marks[`${name}/cpu_start`];

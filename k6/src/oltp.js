@@ -22,6 +22,7 @@ import { asText, connectOrExplain, existingTables, globalVariables, targetInfo }
 import { hostFacts, instanceOf, newTestId } from '../lib/run.js';
 import { monitorScenario, monitor as monitorTick } from '../lib/progress.js';
 import { capture as captureStatements, statementsScenario } from '../lib/statements.js';
+import { capture as captureProfiles, profileScenario } from '../lib/profiles.js';
 
 // The end-of-test summary (lib/summary.js) is loaded only where handleSummary runs: k6 runs it,
 // setup and teardown in runtimes of their own, whose __VU is 0. k6 runs this init code once per
@@ -44,7 +45,7 @@ function runOptions() {
   const totalSeconds = Math.ceil(windows[windows.length - 1].end / 1000);
   const startWait = o.start_at ? Math.max(0, (o.start_at - Date.now()) / 1000) : 0;
   return {
-    scenarios: { ...stepScenarios(o), ...monitorScenario(o, totalSeconds), ...statementsScenario(o, totalSeconds) },
+    scenarios: { ...stepScenarios(o), ...monitorScenario(o, totalSeconds), ...statementsScenario(o, totalSeconds), ...profileScenario(o, totalSeconds) },
     thresholds: stepThresholds(o),
     tags: { testid, workload: o.workload },
     summaryTrendStats: ['avg', 'min', 'max', 'count'],
@@ -304,6 +305,12 @@ export function monitor(data) {
 // connection of its own (lib/statements.js: the per-step statements of the manifest).
 export function statements(data) {
   captureStatements(o, data, windows);
+}
+
+// One extra VU takes the database's CPU profile over each step's measured window
+// (lib/profiles.js: the per-step profiles of the manifest).
+export function profiles(data) {
+  captureProfiles(o, data, windows);
 }
 
 // `-e help=1`: nothing runs; the summary is the option list.
