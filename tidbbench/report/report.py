@@ -345,6 +345,7 @@ class Report(WorkloadSections):
             L.extend(self.workload_section(w, chart_paths.get(w)))
 
         L.extend(self.resource_section())
+        L.extend(getattr(self, "profile_lines", []))  # where the CPU went: tidbbench/report/profiles.py
 
         # cross-check
         L.append("## Cross-check against k6's summary")
@@ -522,6 +523,8 @@ class Report(WorkloadSections):
                     rel = f"web-dashboard/{src.name}"
                     shutil.copyfile(src, tmp / rel)
                     web.append((run, rel))
+            from tidbbench.report import profiles
+            self.profile_lines = profiles.section(self, tmp)
             md = self.markdown(chart_paths, snaps, reason, web)
             (tmp / "report.md").write_text(md)
             from tidbbench.report.html import to_html
