@@ -101,7 +101,7 @@ def _pct(part, whole):
     return f"{100 * part / whole:.1f}%" if whole else "—"
 
 
-def _highest(runs_by_side):
+def highest(runs_by_side):
     """The highest thread step every side's runs have (None when none is shared)."""
     common = None
     for runs in runs_by_side:
@@ -111,7 +111,7 @@ def _highest(runs_by_side):
 
 
 def one_run(w, run, out, rel_dir):
-    threads = _highest([[run]])
+    threads = highest([[run]])
     if threads is None:
         return []
     sp = load_step(run, threads)
@@ -176,7 +176,7 @@ def compare(a, b, alpha=stats.ALPHA):
 
 
 def pair(w, samples, labels, out, rel_dir):
-    threads = _highest(samples)
+    threads = highest(samples)
     if threads is None:
         return []
     L = [f"### {workload_name(w)}: what moved in the database's CPU ({threads} threads)", ""]

@@ -118,7 +118,6 @@ func Settings(env, stack, opts map[string]string) (out map[string]string, overri
 // server must not profile the stack's TiDB.
 const hostBound = "tidb_status_addr"
 
-
 func environMap(environ []string) map[string]string {
 	out := map[string]string{}
 	for _, kv := range environ {
