@@ -6,13 +6,14 @@ import gzip
 import json
 import re
 import shutil
+import socket
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, fresh_db, k6, run_testid, sql, summary
 
 from tidbbench.report import flame, pprof, profiles, stats
 from tidbbench.report.manifest import Run, RunSet
@@ -235,3 +236,103 @@ def test_no_section_without_any_profile(tmp_path):
 
 def test_the_golden_profile_is_kept_small():
     assert GOLDEN.stat().st_size < 200_000 and Path(GOLDEN).read_bytes()[:2] == b"\x1f\x8b"
+
+
+# -- on the local stack (about a minute): a real TiDB run keeps a profile `go tool pprof` opens and
+# its report shows where the CPU went; MariaDB and a status port that refuses give "no profile" and
+# why, with the run's figures there as ever
+
+def go_pprof_top(path):
+    go = shutil.which("go") or "/usr/local/go/bin/go"
+    return subprocess.run([go, "tool", "pprof", "-top", str(path)], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def tidb_run(stack):
+    db = fresh_db("tidb", "sbtest_prof")
+    common = ["-e", f"mysql_db={db}", "-e", "tables=1", "-e", "table_size=1000"]
+    k6("run", *common, "prepare.js")
+    p = k6("run", *common, "-e", "threads=1,2", "-e", "time=4", "oltp.js")
+    yield summary(run_testid(p.stdout + p.stderr)), common
+    sql("tidb", f"DROP DATABASE {db}")
+
+
+@pytest.mark.full
+def test_a_tidb_run_keeps_a_profile_per_step_that_pprof_opens(tidb_run, tmp_path):
+    m, _ = tidb_run
+    for step in m["steps"]:
+        pr = step["profile"]
+        assert pr["available"], pr
+        assert pr["file"] == f"{m['testid']}.profiles/step-{step['threads']}.pb.gz"
+        assert pr["queries"] == step["queries"]["total"] > 0
+        assert pr["parts"] == [4] and 3.5 <= pr["seconds"] <= 5 and pr["samples"] > 0
+        # the profile's window is the step's measured window (the request goes out at its start)
+        w = step["window"]
+        assert abs(pr["window"][0] - w["measure_start"]) < 500 and abs(pr["window"][1] - w["measure_end"]) < 1500, (pr, w)
+        f = ROOT / "results" / pr["file"]
+        top = go_pprof_top(f)
+        assert top.returncode == 0 and "Type: cpu" in top.stdout and "github.com/pingcap/tidb/" in top.stdout, top.stderr
+    out = tmp_path / "rep"
+    p = subprocess.run([str(ROOT / "scripts/report"), "--out", str(out), m["testid"]], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    md = (out / "report.md").read_text()
+    sec = md[md.index("## Where the database's CPU went"):]
+    assert "### Point Select: where the database's CPU went (2 threads)" in sec
+    assert "github.com/pingcap/tidb/pkg/" in sec or "too few samples to rank" in sec
+    if "too few samples" not in sec:
+        assert (out / "profiles/oltp_point_select-t2.svg").is_file()
+        assert 'src="profiles/oltp_point_select-t2.svg"' in (out / "report.html").read_text()
+
+
+@pytest.mark.full
+def test_a_refused_status_port_gives_no_profile_and_the_run_goes_on(tidb_run):
+    m0, common = tidb_run
+    ln = socket.socket()
+    ln.bind(("127.0.0.1", 0))
+    port = ln.getsockname()[1]
+    ln.close()  # nothing listens there now
+    p = k6("run", *common, "-e", "threads=1,2", "-e", "time=4", "-e", f"tidb_status_addr=127.0.0.1:{port}", "oltp.js")
+    m = summary(run_testid(p.stdout + p.stderr))
+    for s0, s in zip(m0["steps"], m["steps"]):
+        assert s["profile"] == {"available": False, "why": "the status port refused the connection (is it the "
+                                "server's status port, and is it listening?)"}, s["profile"]
+        assert s["queries"]["total"] > 0 and s["errors"] == 0 and s["elapsed_s"] == pytest.approx(s0["elapsed_s"], abs=0.5)
+    assert not (ROOT / "results" / f"{m['testid']}.profiles").exists()
+    # the run took as long as one that profiled: nothing waited for the status port
+    assert m["k6"]["test_run_duration_ms"] < m0["k6"]["test_run_duration_ms"] + 2000
+    assert str(port) not in p.stdout + p.stderr and f"{m['testid']}.profiles" not in p.stdout + p.stderr
+
+
+@pytest.mark.full
+def test_mariadb_says_why_there_is_no_profile(stack):
+    db = fresh_db("mariadb", "sbtest_prof")
+    common = ["-e", "mysql_port=3306", "-e", f"mysql_db={db}", "-e", "tables=1", "-e", "table_size=1000"]
+    try:
+        k6("run", *common, "prepare.js")
+        p = k6("run", *common, "-e", "threads=1", "-e", "time=1", "oltp.js")
+        m = summary(run_testid(p.stdout + p.stderr))
+        (step,) = m["steps"]
+        assert step["queries"]["total"] > 0
+        assert step["profile"] == {"available": False, "why": "the target is MariaDB: it serves no CPU profile "
+                                   "(only TiDB's status port does)"}
+    finally:
+        sql("mariadb", f"DROP DATABASE {db}", db)
+
+
+@pytest.mark.full
+def test_the_differential_flame_graph_renders_in_chromium(tmp_path):
+    """report.html's differential flame graph, drawn by headless Chromium (Debian's, as the report's
+    own render test): the frame that grew shows red, the one that shrank blue."""
+    from test_report_helpers import chromium_screenshot, count_color, decode_png
+    from tidbbench.report.html import to_html
+    a = [write_run(tmp_path / "r", f"a{k}", [(["pkg/grow.f", "main.main"], 300 + k), (["pkg/shrink.g", "main.main"], 700 - k)])
+         for k in range(3)]
+    b = [write_run(tmp_path / "r", f"b{k}", [(["pkg/grow.f", "main.main"], 700 + k), (["pkg/shrink.g", "main.main"], 300 - k)])
+         for k in range(3)]
+    out = tmp_path / "rep"
+    L = profiles.section(Rep([RunSet("a", "sweep", a), RunSet("b", "sweep", b)], ["A", "B"]), out)
+    (out / "report.html").write_text(to_html("# t\n\n" + "\n".join(L)))
+    im = decode_png(chromium_screenshot(out / "report.html", tmp_path / "diff.png", size="1200,1200"))
+    red, blue = count_color(im, (255, 35, 35), tol=40), count_color(im, (35, 35, 255), tol=40)
+    assert red > 2000 and blue > 2000, (red, blue)
