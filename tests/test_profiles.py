@@ -336,3 +336,17 @@ def test_the_differential_flame_graph_renders_in_chromium(tmp_path):
     im = decode_png(chromium_screenshot(out / "report.html", tmp_path / "diff.png", size="1200,1200"))
     red, blue = count_color(im, (255, 35, 35), tol=40), count_color(im, (35, 35, 255), tol=40)
     assert red > 2000 and blue > 2000, (red, blue)
+
+
+def test_a_change_points_evidence_names_the_functions_that_moved(tmp_path):
+    from tidbbench.history import evidence
+    rb = write_run(tmp_path / "r", "before", [(["pkg/x.f", "main.main"], 500), (["pkg/y.g", "main.main"], 500),
+                                              (["pkg/z.h", "main.main"], 300)])
+    ra = write_run(tmp_path / "r", "after", [(["pkg/x.f", "main.main"], 900), (["pkg/y.g", "main.main"], 450),
+                                             (["pkg/z.h", "main.main"], 300)])
+    items = evidence.function_items(rb, ra, 8)
+    assert [it["name"] for it in items] == ["pkg/x.f", "pkg/y.g"]  # z.h did not move: not listed
+    assert evidence.line(items[0]) == ("function `pkg/x.f` at 8 threads: 5000.00 µs/query -> 9000.00 µs/query "
+                                       "(+80.0%; one run a side, not a test)")
+    none = write_run(tmp_path / "r", "nop", [], profile="the target is MariaDB: it serves no CPU profile")
+    assert evidence.function_items(rb, none, 8) == []
