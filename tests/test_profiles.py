@@ -136,23 +136,31 @@ def test_a_function_that_moved_is_significant_after_holm_and_the_rest_are_not():
               "pkg/z.rare": [2, 1, 0, 3, 1, 2]})
     b = side({"pkg/x.hot": [600, 610, 605, 596, 603, 599], "pkg/y.same": [302, 308, 292, 303, 297, 301],
               "pkg/z.rare": [1, 2, 2, 0, 1, 1]})
-    rows, tested, only = profiles.compare(a, b)
-    by = {r[0]: r for r in rows}
-    # z.rare is below SHARE_MIN of the pooled CPU: not tested; x.hot and y.same are, Holm over 2
-    assert tested == 2 and set(by) == {"pkg/x.hot", "pkg/y.same"}
+    rows, tested, only, below = profiles.compare(a, b)
+    by = {(r[6], r[0]): r for r in rows}
+    # z.rare and its package are below SHARE_MIN of the pooled CPU: not tested; x.hot, y.same and their
+    # packages are: Holm over 4
+    assert tested == 4 and set(by) == {("function", "pkg/x.hot"), ("function", "pkg/y.same"), ("package", "pkg/x"),
+                                       ("package", "pkg/y")}
+    hot = by[("function", "pkg/x.hot")]
     p_alone = stats.mann_whitney_u([500, 510, 505, 495, 502, 498], [600, 610, 605, 596, 603, 599])[1]
-    assert by["pkg/x.hot"][4] == pytest.approx(p_alone) and p_alone == pytest.approx(2 / 924)
-    assert by["pkg/x.hot"][5] == pytest.approx(2 * p_alone) and by["pkg/x.hot"][5] < stats.ALPHA
-    assert by["pkg/y.same"][5] >= stats.ALPHA
-    assert by["pkg/x.hot"][3] == pytest.approx((by["pkg/x.hot"][2] / by["pkg/x.hot"][1] - 1) * 100)
-    assert only == []
+    assert hot[4] == pytest.approx(p_alone) and p_alone == pytest.approx(2 / 924)
+    assert hot[5] == pytest.approx(4 * p_alone) and hot[5] < stats.ALPHA
+    assert by[("package", "pkg/x")][5] == pytest.approx(4 * p_alone)
+    assert by[("function", "pkg/y.same")][5] >= stats.ALPHA
+    assert hot[3] == pytest.approx((hot[2] / hot[1] - 1) * 100)
+    assert only == [] and below == 0
 
 
 def test_functions_on_one_side_only_are_named():
     a = side({"pkg/x.old": [400, 400], "pkg/y.same": [300, 300]})
     b = side({"pkg/x.new": [400, 400], "pkg/y.same": [300, 300]})
-    _, _, only = profiles.compare(a, b)
+    a = side({"pkg/x.old": [400, 400], "pkg/y.same": [300, 300], "pkg/w.rare": [0, 5]})
+    _, _, only, below = profiles.compare(a, b)
     assert {(f, s) for f, s, _ in only} == {("pkg/x.old", "baseline"), ("pkg/x.new", "candidate")}
+    # its mean share (cumulative) of its side's CPU: 400 of 700; 400 of 700 and of 705 (w.rare's sample)
+    assert [(f, round(s, 3)) for f, _, s in only] == [("pkg/x.new", 0.571), ("pkg/x.old", 0.569)]
+    assert below == 1  # w.rare: 5 of 705 in one of two samples, below SHARE_MIN of its side
 
 
 def test_flame_graph_svg_widths_follow_the_cpu():

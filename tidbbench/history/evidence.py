@@ -186,7 +186,7 @@ def function_items(rb, ra, threads):
     a, b = profiles.load_step(rb, threads), profiles.load_step(ra, threads)
     if not (a.ok and b.ok):
         return []
-    rows, _, _ = profiles.compare([a], [b])
+    rows = [r for r in profiles.compare([a], [b])[0] if r[6] == "function"]
     rows.sort(key=lambda r: -abs(r[2] - r[1]))
     return [{"kind": "function", "name": r[0], "threads": threads, "before": f"{r[1]:.2f} µs/query",
              "after": f"{r[2]:.2f} µs/query", "consistency": None,

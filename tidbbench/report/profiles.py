@@ -6,12 +6,13 @@ query (µs of CPU per query: the profile's CPU time over the step's query count)
 function itself) and cumulative (with its callees), the same by package, and a flame graph.
 
 A against B, at the highest step both sides profiled: a differential flame graph of the sides'
-mean CPU per query; with two or more samples a side, each function whose flat CPU is at least
-SHARE_MIN of the pooled CPU is compared by the report's exact rank test (stats.mann_whitney_u) of
-its per-sample flat µs/query, Holm's adjustment over the functions tested; the table lists those
-that moved significantly. With one sample a side the diff is shown and nothing is called
-significant. Functions found on one side only are named. A profile with fewer than MIN_SAMPLES
-samples is not ranked: it says so."""
+mean CPU per query; with two or more samples a side, each function and package whose flat CPU is
+at least SHARE_MIN of the pooled CPU is compared by the report's exact rank test
+(stats.mann_whitney_u) of its per-sample flat µs/query, Holm's adjustment over all tested; the
+table lists those that moved significantly. With one sample a side the diff is shown and nothing is
+called significant. Functions found on one side only are named (those with SHARE_MIN of that
+side's CPU; the rest counted). A profile with fewer than MIN_SAMPLES samples is not ranked: it says
+so."""
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -21,9 +22,9 @@ from tidbbench.report.fmt import md_table, workload_name
 
 MIN_SAMPLES = 200  # fewer samples (2 s of CPU at Go's 100 Hz) rank noise: a 10% share is +-2% at 200
 TOP = 15  # functions (and packages) in a run's tables
-SHARE_MIN = 0.01  # A vs B: only functions with at least this share of the pooled CPU (flat) are tested
+SHARE_MIN = 0.02  # A vs B: only functions and packages with at least this share of the pooled CPU (flat) are tested
 DIFF_TOP = 15  # functions in a one-sample-a-side diff
-ONE_SIDE_MAX = 10  # functions named as found on one side only
+ONE_SIDE_MAX = 10  # functions named as found on one side only (those with at least SHARE_MIN of its CPU)
 
 
 @dataclass
@@ -148,31 +149,53 @@ def _median(xs):
     return stats.median(xs) if xs else 0.0
 
 
-def compare(a, b, alpha=stats.ALPHA):
-    """The functions' comparison of samples a and b ([StepProfile] with profiles): rows (function,
-    A median, B median, change %, p, p after Holm) for the tested functions, the number tested,
-    and the functions found on one side only (by share, with their side)."""
+def units(sp):
+    """{(kind, name): flat µs/query} of a StepProfile: each function, and each package (the sum of
+    its functions: a cost spread over many small functions, as a log encoder's, shows there)."""
+    out = defaultdict(float)
+    for f, v in sp.flat.items():
+        out[("function", f)] += v
+        out[("package", flame.package_of(f))] += v
+    return out
+
+
+def compare(a, b):
+    """The comparison of samples a and b ([StepProfile] with profiles): rows [name, A median, B median,
+    change %, p, p after Holm, kind] for the tested units (functions and packages whose flat CPU is at
+    least SHARE_MIN of the pooled CPU; p None with one sample on a side), the number tested, and the
+    functions found on one side only with at least SHARE_MIN of that side's CPU
+    [(function, side, share)], and how many more there are below it."""
+    ua, ub = [units(sp) for sp in a], [units(sp) for sp in b]
     pooled = defaultdict(float)
-    for sp in a + b:
-        for f, v in sp.flat.items():
-            pooled[f] += v / len(a + b)
-    whole = sum(pooled.values())
-    tested = [f for f, v in pooled.items() if whole and v / whole >= SHARE_MIN]
+    for u in ua + ub:
+        for k, v in u.items():
+            pooled[k] += v / len(ua + ub)
+    whole = sum(v for (kind, _), v in pooled.items() if kind == "function")
+    tested = sorted(k for k, v in pooled.items() if whole and v / whole >= SHARE_MIN)
     rows = []
-    for f in tested:
-        va, vb = [sp.flat.get(f, 0.0) for sp in a], [sp.flat.get(f, 0.0) for sp in b]
+    for k in tested:
+        va, vb = [u.get(k, 0.0) for u in ua], [u.get(k, 0.0) for u in ub]
         ma, mb = _median(va), _median(vb)
         p = stats.mann_whitney_u(va, vb)[1] if len(a) > 1 and len(b) > 1 else None
-        rows.append([f, ma, mb, (mb / ma - 1) * 100 if ma > 0 else math.inf, p, None])
-    adj = stats.holm([r[4] for r in rows])
-    for r, p in zip(rows, adj):
+        rows.append([k[1], ma, mb, (mb / ma - 1) * 100 if ma > 0 else math.inf, p, None, k[0]])
+    for r, p in zip(rows, stats.holm([r[4] for r in rows])):
         r[5] = p
     fa = set().union(*(sp.functions for sp in a))
     fb = set().union(*(sp.functions for sp in b))
-    only = [(f, "baseline" if f in fa else "candidate", pooled.get(f, 0.0) / whole if whole else 0)
-            for f in (fa ^ fb)]
+    only, below = [], 0
+    for f in fa ^ fb:
+        side, sps = ("baseline", a) if f in fa else ("candidate", b)
+        share = sum(sp.cum.get(f, 0.0) / sp.total for sp in sps if sp.total) / len(sps)
+        if share >= SHARE_MIN:
+            only.append((f, side, share))
+        else:
+            below += 1
     only.sort(key=lambda x: (-x[2], x[0]))
-    return rows, len(tested), only
+    return rows, len(tested), only, below
+
+
+def _unit(r):
+    return f"`{r[0]}`" + (" (package)" if r[6] == "package" else "")
 
 
 def pair(w, samples, labels, out, rel_dir):
@@ -192,7 +215,7 @@ def pair(w, samples, labels, out, rel_dir):
         L += [f"- {n}" for n in notes] + [""]
     if not a or not b:
         return L + ["No comparison: a side has no profile to compare.", ""]
-    rows, k, only = compare(a, b)
+    rows, k, only, below = compare(a, b)
     ta, tb = _median([sp.total for sp in a]), _median([sp.total for sp in b])
     L.append(f"Database CPU per query (median of the samples' profiles): {_u(ta)} µs ({labels[0]}, {len(a)} "
              f"sample{'s' if len(a) > 1 else ''}) against {_u(tb)} µs ({labels[1]}, {len(b)}), {(tb / ta - 1) * 100:+.1f}%.")
@@ -202,31 +225,43 @@ def pair(w, samples, labels, out, rel_dir):
     (out / name).write_text(flame.svg(root, f"{workload_name(w)}, {threads} threads: {labels[1]} against {labels[0]}",
                                       diff=True))
     L += [f"[![differential flame graph of {workload_name(w)}]({rel_dir}/{name})]({rel_dir}/{name})", ""]
-    hdr = ["Function", f"{labels[0]} µs/query", f"{labels[1]} µs/query", "change"]
+    hdr = ["Function or package", f"{labels[0]} µs/query", f"{labels[1]} µs/query", "change"]
+    rows.sort(key=lambda r: -abs(r[2] - r[1]))
     if len(a) < 2 or len(b) < 2:
         L.append(f"One sample {'a side' if len(a) == len(b) else 'on a side'}: the largest differences of flat CPU "
                  "per query are shown; nothing is called significant (a rank test needs two or more samples a side; "
                  "`scripts/sweep --plan` repeats them).")
         L.append("")
-        rows.sort(key=lambda r: -abs(r[2] - r[1]))
-        L.append(md_table(hdr, [[f"`{r[0]}`", _u(r[1]), _u(r[2]), _chg(r[3])] for r in rows[:DIFF_TOP]], "lrrr"))
+        L.append(md_table(hdr, [[_unit(r), _u(r[1]), _u(r[2]), _chg(r[3])] for r in rows[:DIFF_TOP]], "lrrr"))
         L.append("")
     else:
-        sig = sorted([r for r in rows if r[5] is not None and r[5] < stats.ALPHA], key=lambda r: r[5])
-        L.append(f"{k} function{'s' if k != 1 else ''} with at least {SHARE_MIN:.0%} of the pooled CPU (flat) "
-                 f"tested, each by the exact rank test of its per-sample flat µs/query, Holm's adjustment over the {k}: "
-                 + (f"{len(sig)} moved significantly (p < {stats.ALPHA:g} after Holm)." if sig else
-                    f"none moved significantly (p < {stats.ALPHA:g} after Holm)."))
-        L.append("")
-        if sig:
-            L.append(md_table(hdr + ["p (Holm)", "p alone"],
-                              [[f"`{r[0]}`", _u(r[1]), _u(r[2]), _chg(r[3]), stats.fmt_p(r[5]), stats.fmt_p(r[4])]
-                               for r in sig], "lrrrrr"))
-            L.append("")
+        L += tested_lines(rows, k, len(a), len(b), hdr)
     if only:
-        named = ", ".join(f"`{f}` ({side} only)" for f, side, _ in only[:ONE_SIDE_MAX])
+        named = ", ".join(f"`{f}` ({side} only, {s:.1%})" for f, side, s in only[:ONE_SIDE_MAX])
         more = f" and {len(only) - ONE_SIDE_MAX} more" if len(only) > ONE_SIDE_MAX else ""
-        L += [f"Functions found on one side only (by name; largest share first): {named}{more}.", ""]
+        L += [f"Functions found on one side only, with at least {SHARE_MIN:.0%} of that side's CPU (cumulative): "
+              f"{named}{more}.", ""]
+    if below:
+        L += [f"{below} more function{'s' if below != 1 else ''} appear on one side only with less than "
+              f"{SHARE_MIN:.0%} of its CPU each (rare enough for the sampling to miss them on the other side).", ""]
+    return L
+
+
+def tested_lines(rows, k, na, nb, hdr):
+    """The tested units' sentence and table of significant ones (two or more samples a side)."""
+    sig = [r for r in rows if r[5] is not None and r[5] < stats.ALPHA]
+    L = [f"{k} functions and packages with at least {SHARE_MIN:.0%} of the pooled CPU (flat) tested, each by "
+         f"the exact rank test of its per-sample flat µs/query, Holm's adjustment over the {k}: "
+         + (f"{len(sig)} moved significantly (p < {stats.ALPHA:g} after Holm), largest change in µs/query first."
+            if sig else f"none moved significantly (p < {stats.ALPHA:g} after Holm)."), ""]
+    if stats.min_p(na, nb) * max(k, 1) >= stats.ALPHA:
+        need = stats.samples_needed(max(k, 1))
+        L += [f"With {na} and {nb} samples the smallest p is {stats.min_p(na, nb):.3f}: after Holm over {k} none can "
+              f"be significant" + (f"; use {need} or more samples a side." if need else "."), ""]
+    if sig:
+        L += [md_table(hdr + ["p (Holm)", "p alone"],
+                       [[_unit(r), _u(r[1]), _u(r[2]), _chg(r[3]), stats.fmt_p(r[5]), stats.fmt_p(r[4])] for r in sig],
+                       "lrrrrr"), ""]
     return L
 
 

@@ -151,7 +151,7 @@ def count_profiles(results, pairs):
             sides = [[sp for sp in (profiles.load_step(r, t) for r in rs) if sp.ok] for rs in runs]
             if t is None or min(len(x) for x in sides) < 2:
                 continue
-            fn_rows, k, _ = profiles.compare(*sides)
+            fn_rows, k = profiles.compare(*sides)[:2]
             tested += k
             called += [f"{w} {r[0]} {r[3]:+.1f}% p={r[5]:.3f}" for r in fn_rows if r[5] is not None and r[5] < 0.05]
         rows.append((ia, ib, tested, called))
