@@ -1248,7 +1248,8 @@ function capture2(o2, data, windows2) {
     until(start);
     const at = Date.now();
     const file = profileFile(data.testid, w2.threads);
-    const r = tbs10.profile(addr, o2.time, t.profile_part_s, t.profile_slack_s, `${o2.results_dir}/${file}`);
+    const slack = Math.max(1, Math.min(t.profile_slack_s, o2.grace_time));
+    const r = tbs10.profile(addr, o2.time, t.profile_part_s, slack, `${o2.results_dir}/${file}`);
     if (!r.ok) {
       save(w2, { available: false, why: r.why });
       continue;
