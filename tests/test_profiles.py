@@ -358,3 +358,14 @@ def test_a_change_points_evidence_names_the_functions_that_moved(tmp_path):
                                        "(+80.0%; one run a side, not a test)")
     none = write_run(tmp_path / "r", "nop", [], profile="the target is MariaDB: it serves no CPU profile")
     assert evidence.function_items(rb, none, 8) == []
+
+
+def test_cpu_per_query_counts_the_queries_of_the_profiles_own_duration(tmp_path):
+    """A profile of 8 s in a step measured for 10 s: its CPU is that of 80% of the step's queries."""
+    (tmp_path / "t.profiles").mkdir(parents=True)
+    (tmp_path / "t.profiles/step-4.pb.gz").write_bytes(make_profile([(["pkg/a.f"], 400)], seconds=8))
+    step = {"threads": 4, "elapsed_s": 10.0, "queries": {"total": 1000},
+            "profile": {"available": True, "file": "t.profiles/step-4.pb.gz", "queries": 1000}}
+    m = {"testid": "t", "workload": "oltp_point_select", "steps": [step]}
+    sp = profiles.load_step(Run("t", m, tmp_path / "t.json"), 4)
+    assert sp.ok and sp.total == pytest.approx(4e6 / 800)  # 4 s of CPU over 800 queries
