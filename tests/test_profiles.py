@@ -369,3 +369,42 @@ def test_cpu_per_query_counts_the_queries_of_the_profiles_own_duration(tmp_path)
     m = {"testid": "t", "workload": "oltp_point_select", "steps": [step]}
     sp = profiles.load_step(Run("t", m, tmp_path / "t.json"), 4)
     assert sp.ok and sp.total == pytest.approx(4e6 / 800)  # 4 s of CPU over 800 queries
+
+
+PROFILES_JS = """
+import { stepProfile, statusAddress, notProfiled, profileFile, profileScenario } from '%s';
+export const options = { vus: 1, iterations: 1 };
+export default function () {
+  const notes = {
+    'profiles/t1/t8': JSON.stringify({ available: true, file: 'x', samples: 5 }),
+    'profiles/t1/t16': JSON.stringify({ available: false, why: 'because' }),
+  };
+  console.log(`RESULT ${JSON.stringify({
+    ok: stepProfile(notes, 't1', 8, 1234), no: stepProfile(notes, 't1', 16, 99), none: stepProfile(notes, 't1', 4, 1) || null,
+    addr: [statusAddress({ tidb_status_addr: '', mysql_host: 'db1' }), statusAddress({ tidb_status_addr: 'h:1', mysql_host: 'db1' }),
+      statusAddress({ tidb_status_addr: '', mysql_host: '::1' })],
+    why: [notProfiled('tidb'), notProfiled('mariadb'), notProfiled('mysql')],
+    file: profileFile('run-1', 8),
+    off: profileScenario({ profile: false }, 10), on: Object.keys(profileScenario({ profile: true }, 10)),
+  })}`);
+}
+"""
+
+
+def test_the_k6_side_of_the_profiles(tmp_path):
+    """k6/lib/profiles.js, run by bin/k6: the manifest's `profile` from the VU's note (with the step's
+    query count), the status address, why MariaDB and MySQL have none, the file name, the scenario."""
+    script = tmp_path / "profiles_cases.js"
+    script.write_text(PROFILES_JS % (ROOT / "k6/lib/profiles.js").as_uri())
+    env = dict(__import__("os").environ, K6_LOG_FORMAT="raw", K6_OUT="")
+    p = subprocess.run([str(ROOT / "bin/k6"), "run", "--quiet", "--summary-mode=disabled", "--no-usage-report",
+                        str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    r = json.loads(next(ln for ln in (p.stdout + p.stderr).splitlines() if ln.startswith("RESULT "))[7:])
+    assert r["ok"] == {"available": True, "file": "x", "samples": 5, "queries": 1234}
+    assert r["no"] == {"available": False, "why": "because"} and r["none"] is None
+    assert r["addr"] == ["db1:10080", "h:1", "[::1]:10080"]
+    assert r["why"] == ["", "the target is MariaDB: it serves no CPU profile (only TiDB's status port does)",
+                        "the target is MySQL: it serves no CPU profile (only TiDB's status port does)"]
+    assert r["file"] == "run-1.profiles/step-8.pb.gz"
+    assert r["off"] == {} and r["on"] == ["profiles"]
