@@ -4,6 +4,7 @@ test with Holm over the functions, one sample a side, functions on one side only
 graphs' SVG, the section from real manifests and profile files."""
 import gzip
 import json
+import os
 import re
 import shutil
 import socket
@@ -396,7 +397,7 @@ def test_the_k6_side_of_the_profiles(tmp_path):
     query count), the status address, why MariaDB and MySQL have none, the file name, the scenario."""
     script = tmp_path / "profiles_cases.js"
     script.write_text(PROFILES_JS % (ROOT / "k6/lib/profiles.js").as_uri())
-    env = dict(__import__("os").environ, K6_LOG_FORMAT="raw", K6_OUT="")
+    env = dict(os.environ, K6_LOG_FORMAT="raw", K6_OUT="")
     p = subprocess.run([str(ROOT / "bin/k6"), "run", "--quiet", "--summary-mode=disabled", "--no-usage-report",
                         str(script)], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
