@@ -274,7 +274,8 @@ def test_a_tidb_run_keeps_a_profile_per_step_that_pprof_opens(tidb_run, tmp_path
         assert pr["available"], pr
         assert pr["file"] == f"{m['testid']}.profiles/step-{step['threads']}.pb.gz"
         assert pr["queries"] == step["queries"]["total"] > 0
-        assert pr["parts"] == [4] and 3.5 <= pr["seconds"] <= 5 and pr["samples"] > 0
+        # TiDB's profiler hands out whole 1-s slices of its own: a profile runs up to a second short
+        assert pr["parts"] == [4] and 2.5 <= pr["seconds"] <= 4.2 and pr["samples"] > 0
         # the profile's window is the step's measured window (the request goes out at its start)
         w = step["window"]
         assert abs(pr["window"][0] - w["measure_start"]) < 500 and abs(pr["window"][1] - w["measure_end"]) < 1500, (pr, w)
