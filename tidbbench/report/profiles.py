@@ -285,7 +285,7 @@ def section(rep, out):
     L = ["## Where the database's CPU went", "",
          "From the database's own CPU profile over each step's measured window (TiDB's status port, kept beside "
          "the run's manifest as `<testid>.profiles/step-<threads>.pb.gz`: `go tool pprof` opens it). µs/query: "
-         "the profile's CPU time over the step's queries.", ""]
+         "the profile's CPU time over the step's queries in the profile's own duration.", ""]
     for w in rep.workloads:
         if rep.pair:
             L += pair(w, [st.samples()[w] for st in rep.sets], rep.labels, d, "profiles")
