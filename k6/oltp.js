@@ -144,6 +144,11 @@ function parseOne(name, type, raw) {
     case "id":
       if (s !== "" && !TESTID.test(s)) throw bad(name, raw, `letters, digits, . _ - (at most ${CONTRACT.testid.max_length}, starting with a letter or digit)`);
       return s;
+    case "hostport":
+      if (s !== "" && !/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):\d{1,5}$/.test(s)) {
+        throw bad(name, s.includes("@") ? "(a value with user@, not shown)" : raw, "must be host:port (e.g. 127.0.0.1:10080; [::1]:10080), or empty");
+      }
+      return s;
     case "ssl":
       if (!CONTRACT.options[name][2].includes(s)) throw bad(name, raw, `valid: ${CONTRACT.options[name][2].join(", ")}`);
       return s;
@@ -1281,6 +1286,105 @@ var init_disturb = __esm({
   }
 });
 
+// k6/lib/profiles.js
+import exec5 from "k6/execution";
+import { sleep as sleep5 } from "k6";
+import tbs11 from "k6/x/tbs";
+function profileScenario(o2, totalSeconds) {
+  if (!o2.profile) return {};
+  const n = Math.max(1, Math.floor(Number(__ENV.TBS_INSTANCES) || 1));
+  return {
+    profiles: {
+      executor: "per-vu-iterations",
+      exec: "profiles",
+      vus: n,
+      iterations: 1,
+      maxDuration: `${totalSeconds + 15}s`,
+      gracefulStop: "0s",
+      tags: { profiles: "true" }
+    }
+  };
+}
+function statusAddress(o2) {
+  if (o2.tidb_status_addr) return o2.tidb_status_addr;
+  const h = String(o2.mysql_host);
+  return `${h.includes(":") ? `[${h}]` : h}:${TIDB_STATUS_PORT}`;
+}
+function notProfiled(product) {
+  if (product === "tidb") return "";
+  const name = product === "mariadb" ? "MariaDB" : "MySQL";
+  return `the target is ${name}: it serves no CPU profile (only TiDB's status port does)`;
+}
+function profileFile(testid2, threads) {
+  return `${testid2}.profiles/step-${threads}.pb.gz`;
+}
+function capture2(o2, data, windows2) {
+  if (data.lane !== 0) return;
+  const save = (w2, v) => tbs11.note(`${PREFIX3}${data.testid}/t${w2.threads}`, JSON.stringify(v));
+  const why = notProfiled(data.product);
+  if (why) {
+    for (const w2 of windows2) save(w2, { available: false, why });
+    return;
+  }
+  const base = exec5.scenario.startTime;
+  const addr = statusAddress(o2);
+  const t = CONTRACT.timing;
+  const until = (at) => {
+    const wait = at - Date.now();
+    if (wait > 0) sleep5(wait / 1e3);
+  };
+  for (const w2 of windows2) {
+    let start = base + w2.measure_start;
+    const parties = gateParties(o2, data, w2.threads);
+    if (parties) {
+      until(base + w2.connect);
+      const go = tbs11.barrier(gateNames(data.testid, w2.threads).go, parties).wait(base + w2.start);
+      if (go < 0) return;
+      start = Math.min(go, base + w2.start) + o2.warmup_time * 1e3;
+    }
+    if (Date.now() > start + 1e3) {
+      save(w2, { available: false, why: `the profile could not start at the step's measured window (${((Date.now() - start) / 1e3).toFixed(1)} s late)` });
+      continue;
+    }
+    until(start);
+    const at = Date.now();
+    const file = profileFile(data.testid, w2.threads);
+    const slack = Math.max(1, Math.min(t.profile_slack_s, o2.grace_time));
+    const r = tbs11.profile(addr, o2.time, t.profile_part_s, slack, `${o2.results_dir}/${file}`);
+    if (!r.ok) {
+      save(w2, { available: false, why: r.why });
+      continue;
+    }
+    save(w2, {
+      available: true,
+      file,
+      format: "pprof (gzipped protobuf)",
+      source: "TiDB status port /debug/pprof/profile",
+      window: [at, Date.now()],
+      seconds: r.seconds,
+      parts: r.parts,
+      samples: r.samples,
+      cpu_s: r.cpuSeconds,
+      bytes: r.bytes
+    });
+  }
+}
+function stepProfile(notes, testid2, threads, queries) {
+  const text2 = notes[`${PREFIX3}${testid2}/t${threads}`];
+  if (text2 === void 0) return void 0;
+  const p = JSON.parse(text2);
+  return p.available ? { ...p, queries } : p;
+}
+var PREFIX3, TIDB_STATUS_PORT;
+var init_profiles = __esm({
+  "k6/lib/profiles.js"() {
+    init_config();
+    init_steps();
+    PREFIX3 = "profiles/";
+    TIDB_STATUS_PORT = 10080;
+  }
+});
+
 // k6/lib/summary.js
 var summary_exports = {};
 __export(summary_exports, {
@@ -1329,11 +1433,11 @@ function latencyFigures(h, snap, o2) {
     pct_value: o2.percentile ? pct(o2.percentile) : null
   };
 }
-function stepFigures(data, o2, tbs12, endedAt) {
+function stepFigures(data, o2, tbs13, endedAt) {
   const windows2 = stepWindows(o2);
   const sd = data.setup_data || {};
-  const marks = tbs12.marks();
-  const notes = tbs12.notes();
+  const marks = tbs13.marks();
+  const notes = tbs13.notes();
   const out = [];
   for (const win of windows2) {
     const name = histName(sd.testid, win.threads);
@@ -1351,7 +1455,7 @@ function stepFigures(data, o2, tbs12, endedAt) {
     if (scenarioStart === void 0 && endedAt < window.step_start) continue;
     const sel = `threads:${win.threads},warmup:false`;
     const q = (k) => val(data, `oltp_queries{${sel},kind:${k}}`, "count");
-    const h = tbs12.histogram(name);
+    const h = tbs13.histogram(name);
     const snap = h.snapshot();
     const interrupted = endedAt < window.measure_end - 500;
     const lastEnd = snap.last_end || 0;
@@ -1367,7 +1471,7 @@ function stepFigures(data, o2, tbs12, endedAt) {
       reconnects: val(data, `oltp_reconnects{${sel}}`, "count"),
       latency_ms: latencyFigures(h, snap, o2),
       histogram: histogramData(snap),
-      vus_ready: tbs12.counter(`${name}/ready`).get(),
+      vus_ready: tbs13.counter(`${name}/ready`).get(),
       fairness: fairnessOf(h.threads()),
       window
     };
@@ -1385,17 +1489,19 @@ function stepFigures(data, o2, tbs12, endedAt) {
     if (st) s.statements = st;
     const dist = stepDisturbance(notes, sd.testid, win.threads);
     if (dist) s.disturbance = dist;
+    const pr = stepProfile(notes, sd.testid, win.threads, s.queries.total);
+    if (pr) s.profile = pr;
     s.qps = elapsed > 0 ? s.queries.total / elapsed : 0;
     s.tps = elapsed > 0 ? s.transactions / elapsed : 0;
     const cpu0 = marks[`${name}/cpu_start`];
     const cpu1 = marks[`${name}/cpu_end`];
     if (cpu0 !== void 0 && cpu1 !== void 0) s.client_cpu_s = cpu1 - cpu0;
     if (o2.rate) {
-      const rh = tbs12.histogram(histName(sd.testid, win.threads, "response"));
+      const rh = tbs13.histogram(histName(sd.testid, win.threads, "response"));
       const rsnap = rh.snapshot();
       s.response_latency_ms = latencyFigures(rh, rsnap, o2);
       s.response_histogram = histogramData(rsnap);
-      const qs = tbs12.queue(queueName(sd.testid, win.threads), o2.rate, 0, 0, 1).stats();
+      const qs = tbs13.queue(queueName(sd.testid, win.threads), o2.rate, 0, 0, 1).stats();
       s.rate = { requested: o2.rate, backlog_at_end: qs.length, dropped: qs.dropped, taken: qs.taken };
     }
     out.push(s);
@@ -1453,16 +1559,16 @@ function summaryText(steps, o2, sd) {
   lines.push("");
   return lines.join("\n");
 }
-function summarize(data, o2, tbs12) {
+function summarize(data, o2, tbs13) {
   const sd = data.setup_data || null;
   if (!sd || !sd.testid) return { stdout: "" };
   const endedAt = Date.now();
-  const steps = stepFigures(data, o2, tbs12, endedAt);
-  const lh = tbs12.latencyHistogram();
+  const steps = stepFigures(data, o2, tbs13, endedAt);
+  const lh = tbs13.latencyHistogram();
   const opts = { ...o2 };
   delete opts.mysql_password;
   delete opts.help;
-  const run = JSON.parse(tbs12.notes()[`${sd.testid}/run`] || "{}");
+  const run = JSON.parse(tbs13.notes()[`${sd.testid}/run`] || "{}");
   const out = {
     testid: sd.testid,
     workload: o2.workload,
@@ -1473,7 +1579,7 @@ function summarize(data, o2, tbs12) {
     run_start: sd.run_start,
     run_end: endedAt,
     options: opts,
-    target_variables: sd.variables || JSON.parse(tbs12.notes()[`${sd.testid}/variables`] || "{}"),
+    target_variables: sd.variables || JSON.parse(tbs13.notes()[`${sd.testid}/variables`] || "{}"),
     load_generator: sd.host ?? run.host,
     latency_method: `sysbench 1.0.20 histogram (${lh.buckets} log buckets, ${lh.min_ms} ms to ${lh.max_ms / 1e3} s, nearest rank), per step`,
     steps,
@@ -1494,6 +1600,7 @@ var init_summary = __esm({
     init_steps();
     init_statements();
     init_disturb();
+    init_profiles();
     init_config();
     fmt2 = (x, d = 2) => Number.isFinite(x) ? x.toFixed(d) : "n/a";
     SLICED = /^select_random_/;
@@ -1507,9 +1614,9 @@ init_rand();
 init_sysbench();
 init_metrics();
 init_conn();
-import exec5 from "k6/execution";
-import { sleep as sleep5 } from "k6";
-import tbs11 from "k6/x/tbs";
+import exec6 from "k6/execution";
+import { sleep as sleep6 } from "k6";
+import tbs12 from "k6/x/tbs";
 
 // k6/lib/events.js
 init_config();
@@ -1776,6 +1883,7 @@ function progressLine(o2, data, windows2) {
 // k6/src/oltp.js
 init_statements();
 init_disturb();
+init_profiles();
 var summaryLib = __VU === 0 ? (init_summary(), __toCommonJS(summary_exports)) : null;
 var o = vuOptions(__ENV);
 var windows = stepWindows(o);
@@ -1786,7 +1894,7 @@ function runOptions() {
   const totalSeconds = Math.ceil(windows[windows.length - 1].end / 1e3);
   const startWait = o.start_at ? Math.max(0, (o.start_at - Date.now()) / 1e3) : 0;
   return {
-    scenarios: { ...stepScenarios(o), ...monitorScenario(o, totalSeconds), ...statementsScenario(o, totalSeconds), ...disturbScenario(o, totalSeconds) },
+    scenarios: { ...stepScenarios(o), ...monitorScenario(o, totalSeconds), ...statementsScenario(o, totalSeconds), ...disturbScenario(o, totalSeconds), ...profileScenario(o, totalSeconds) },
     thresholds: stepThresholds(o),
     tags: { testid, workload: o.workload },
     summaryTrendStats: ["avg", "min", "max", "count"],
@@ -1796,12 +1904,12 @@ function runOptions() {
 }
 var options = __VU === 0 ? runOptions() : void 0;
 var conn = new Conn(o);
-var rec = tbs11.recorder("oltp_latency", o.rate ? "oltp_response_latency" : "");
+var rec = tbs12.recorder("oltp_latency", o.rate ? "oltp_response_latency" : "");
 var done = rec.doneFn();
 var doneDue = o.rate ? rec.doneDueFn() : null;
 conn.samples = rec;
 if (o.report_interval) rec.tally(tally);
-var now = () => tbs11.now();
+var now = () => tbs12.now();
 var scenario = "";
 var scenarioInfo = null;
 var vuTags = null;
@@ -1819,7 +1927,7 @@ var nextCheck = 0;
 var stepEnd = 0;
 var stepTag = "";
 function segmentShare() {
-  const seg = exec5.test.options.executionSegment;
+  const seg = exec6.test.options.executionSegment;
   if (!seg) return 1;
   const [from, to] = String(seg).split(":");
   const share = segmentFraction(to || "1") - segmentFraction(from || "0");
@@ -1841,8 +1949,8 @@ function activate(data) {
     console.error(`internal: thread id ${threadId} >= threads ${threads} in step t${threads}: this VU runs no events`);
     conn.close();
     if (gates) {
-      tbs11.barrier(gates.connected, threads).arrive();
-      tbs11.barrier(gates.go, parties).arrive();
+      tbs12.barrier(gates.connected, threads).arrive();
+      tbs12.barrier(gates.go, parties).arrive();
     }
     nextCheck = Infinity;
     stepEnd = 0;
@@ -1850,21 +1958,21 @@ function activate(data) {
   }
   mine = vuThreads(data, threads, threadId, perVu);
   w = mine[0].w;
-  group = mine[0].loop ? tbs11.group(mine.map((t) => t.loop), FLUSH_MS) : null;
+  group = mine[0].loop ? tbs12.group(mine.map((t) => t.loop), FLUSH_MS) : null;
   event = group ? null : bindEvent(o.workload, conn, w);
   tagVu(data);
   let connected = 0;
   for (const t of mine) if (connectUntil(t.conn, t.w.prepared, latest)) connected++;
   if (connected && o.workload === "bulk_insert") continueBulkIds(data, threadId);
-  hist = tbs11.histogram(histName(data.testid, threads));
-  respHist = o.rate ? tbs11.histogram(histName(data.testid, threads, "response")) : null;
-  if (connected) tbs11.counter(`${histName(data.testid, threads)}/ready`).add(connected);
-  tbs11.mark(`${histName(data.testid, threads)}/scenario_start`, start);
+  hist = tbs12.histogram(histName(data.testid, threads));
+  respHist = o.rate ? tbs12.histogram(histName(data.testid, threads, "response")) : null;
+  if (connected) tbs12.counter(`${histName(data.testid, threads)}/ready`).add(connected);
+  tbs12.mark(`${histName(data.testid, threads)}/scenario_start`, start);
   const go = gates ? waitForGo(data, threads, gates, parties, latest) : latest;
   measureStart = go + o.warmup_time * 1e3;
   stepEnd = measureStart + o.time * 1e3;
   if (o.rate) {
-    queue = tbs11.queue(
+    queue = tbs12.queue(
       queueName(data.testid, threads),
       o.rate * segmentShare(),
       go,
@@ -1874,7 +1982,7 @@ function activate(data) {
   }
   if (threadId === 0) markStep(data, go);
   const wait = go - Date.now();
-  if (wait > 0) sleep5(wait / 1e3);
+  if (wait > 0) sleep6(wait / 1e3);
   if (!warming) startMeasuring(data);
   else nextCheck = measureStart;
 }
@@ -1891,13 +1999,13 @@ function vuThreads(data, threads, threadId, perVu) {
     }
     const c = j === 0 ? conn : spare[j - 1];
     const tw = workState(o, makeRand(o, stepIdx * 1048576 + id), id, threads);
-    tw.unique = tbs11.unique(`${data.testid}/unique`, seed, (seed ^ 1540483477) >>> 0, data.instances || 1, data.lane || 0);
+    tw.unique = tbs12.unique(`${data.testid}/unique`, seed, (seed ^ 1540483477) >>> 0, data.instances || 1, data.lane || 0);
     out.push({ id, conn: c, rec: c.samples, w: tw, loop: o.native_loop ? nativeLoop(o.workload, c, tw, c.samples) : null });
   }
   return out;
 }
 function tagVu(data) {
-  if (!vuTags) vuTags = exec5.vu.metrics.tags;
+  if (!vuTags) vuTags = exec6.vu.metrics.tags;
   const tags = vuTags;
   tags.testid = data.testid;
   tags.workload = o.workload;
@@ -1908,21 +2016,21 @@ function tagVu(data) {
   for (const t of mine) t.rec.use(null, null, t.id);
 }
 function continueBulkIds(data, threadId) {
-  w.bulkMark = tbs11.counter(`${data.testid}/bulk/sbtest${threadId + 1}`);
+  w.bulkMark = tbs12.counter(`${data.testid}/bulk/sbtest${threadId + 1}`);
   const r = conn.db.query(`SELECT COALESCE(MAX(id), 0) AS m FROM sbtest${threadId + 1}`);
   w.bulkSize = Math.max(Number(asText(r[0].m || r[0].M)) || 0, w.bulkMark.get());
 }
 function waitForGo(data, threads, gates, parties, latest) {
   let go = latest;
-  const con = tbs11.barrier(gates.connected, threads);
-  const gate = tbs11.barrier(gates.go, parties);
+  const con = tbs12.barrier(gates.connected, threads);
+  const gate = tbs12.barrier(gates.go, parties);
   for (let j = 0; j < mine.length; j++) {
     con.arrive();
     gate.arrive();
   }
   const at = gate.wait(latest);
   if (at > 0) go = Math.min(at, latest);
-  tbs11.mark(`${histName(data.testid, threads)}/go`, go);
+  tbs12.mark(`${histName(data.testid, threads)}/go`, go);
   return go;
 }
 function markStep(data, go) {
@@ -1935,7 +2043,7 @@ function startMeasuring(data) {
   warming = false;
   vuTags.warmup = "false";
   for (const t of mine) t.rec.use(hist, respHist, t.id);
-  tbs11.mark(`${histName(data.testid, Number(stepTag))}/cpu_start`, tbs11.cpuSeconds());
+  tbs12.mark(`${histName(data.testid, Number(stepTag))}/cpu_start`, tbs12.cpuSeconds());
   nextCheck = nextStepStart(Number(stepTag), data);
 }
 function nextStepStart(threads, data) {
@@ -1950,13 +2058,13 @@ function endStep(data) {
     }
     conn.flush();
   }
-  tbs11.mark(`${histName(data.testid, Number(stepTag))}/cpu_end`, tbs11.cpuSeconds());
+  tbs12.mark(`${histName(data.testid, Number(stepTag))}/cpu_end`, tbs12.cpuSeconds());
   for (const t of mine) t.conn.close();
   stepEnd = 0;
 }
 function setup() {
   if (o.help) return {};
-  tbs11.checkResultsDir(o.results_dir);
+  tbs12.checkResultsDir(o.results_dir);
   const sdb = openDb(o);
   const v = connectOrExplain(sdb, o);
   const info = targetInfo(sdb, v);
@@ -1975,19 +2083,19 @@ function setup() {
   const variables = globalVariables(sdb);
   sdb.close();
   const version = o.version || info.version;
-  const runTags = exec5.test.options.tags || {};
+  const runTags = exec6.test.options.tags || {};
   const id = o.testid || runTags.testid || testid;
-  const inst = instanceOf(exec5.test.options);
+  const inst = instanceOf(exec6.test.options);
   if (o.start_at) {
     const wait = o.start_at - Date.now();
-    if (wait > 0) sleep5(wait / 1e3);
+    if (wait > 0) sleep6(wait / 1e3);
   }
   const runStart = o.start_at || Date.now();
   if (inst.lane === 0) {
     metrics.marker.add(runStart, { event: "run_start", version, threads: o.threads.join(","), warmup: "false", testid: id, workload: o.workload, instance_id: inst.id });
   }
-  tbs11.note(`${id}/variables`, JSON.stringify(variables));
-  tbs11.note(`${id}/run`, JSON.stringify({ version_full: info.full, host, segment: inst.segment, sequence: inst.sequence }));
+  tbs12.note(`${id}/variables`, JSON.stringify(variables));
+  tbs12.note(`${id}/run`, JSON.stringify({ version_full: info.full, host, segment: inst.segment, sequence: inst.sequence }));
   console.log(`testid=${id} workload=${o.workload} target=${o.mysql_host}:${o.mysql_port} version=${version} threads=${o.threads.join(",")}` + (inst.instances > 1 ? ` instance=${inst.id} segment=${inst.segment}` : ""));
   return {
     testid: id,
@@ -2002,7 +2110,7 @@ function setup() {
 }
 function oltp_default(data) {
   if (Date.now() >= nextCheck) {
-    if (!scenarioInfo) scenarioInfo = exec5.scenario;
+    if (!scenarioInfo) scenarioInfo = exec6.scenario;
     if (scenarioInfo.name !== scenario) {
       activate(data);
       return;
@@ -2010,7 +2118,7 @@ function oltp_default(data) {
     if (warming && Date.now() >= measureStart) startMeasuring(data);
   }
   if (!stepEnd) {
-    sleep5(1);
+    sleep6(1);
     return;
   }
   const until = Math.min(nextCheck, stepEnd, mine.length > 1 ? Infinity : Date.now() + BATCH_MS);
@@ -2027,6 +2135,9 @@ function statements(data) {
 }
 function disturb(data) {
   watch(o, data, windows);
+}
+function profiles(data) {
+  capture2(o, data, windows);
 }
 function help() {
 }
@@ -2046,7 +2157,7 @@ function handleSummary(data) {
   if (o.help) return { stdout: `options (-e name=value; k6/contract.json has them all):
 ${optionHelp()}
 ` };
-  return summaryLib.summarize(data, o, tbs11);
+  return summaryLib.summarize(data, o, tbs12);
 }
 export {
   oltp_default as default,
@@ -2055,6 +2166,7 @@ export {
   help,
   monitor2 as monitor,
   options,
+  profiles,
   setup,
   statements,
   teardown

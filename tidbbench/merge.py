@@ -289,6 +289,10 @@ def merge_step(t, per, pct, testid):
     dist = [s["disturbance"] for _, s in sorted(per.items()) if s.get("disturbance")]
     if dist:
         m["disturbance"] = dist[0]
+    # the step's CPU profile: the first load generator takes it (k6/lib/profiles.js); per query of them all
+    pr = [s["profile"] for _, s in sorted(per.items()) if "profile" in s]
+    if pr:
+        m["profile"] = {**pr[0], "queries": q["total"]} if pr[0].get("available") else pr[0]
     return m
 
 

@@ -135,6 +135,8 @@ func TestBadValuesNameTheValueAndTheValidOnes(t *testing.T) {
 		{map[string]string{"prepare_mode": "server", "rand_seed": "7"}, []string{"prepare_mode=server", "rand_seed", "prepare_mode=client"}},
 		{map[string]string{"mysql_ssl_ca": "/ca.pem"}, []string{"mysql_ssl=off", "mysql_ssl=verify"}},
 		{map[string]string{"tabels": "2"}, []string{"unknown option 'tabels'", "did you mean 'tables'"}},
+		{map[string]string{"tidb_status_addr": "http://u:pw@h:10080"}, []string{"tidb_status_addr=(a value with user@, not shown)", "host:port"}},
+		{map[string]string{"tidb_status_addr": "127.0.0.1"}, []string{"tidb_status_addr=127.0.0.1", "host:port"}},
 	}
 	// every option with valid values: a bad one lists them all
 	for name, spec := range c.Options {
@@ -159,6 +161,9 @@ func TestBadValuesNameTheValueAndTheValidOnes(t *testing.T) {
 			if !strings.Contains(msg, w) {
 				t.Errorf("%v: the error does not name %q: %s", tc.env, w, msg)
 			}
+		}
+		if strings.Contains(msg, "pw@") {
+			t.Errorf("%v: the error repeats a password: %s", tc.env, msg)
 		}
 	}
 }

@@ -131,6 +131,12 @@ function parseOne(name, type, raw) {
     case 'id':
       if (s !== '' && !TESTID.test(s)) throw bad(name, raw, `letters, digits, . _ - (at most ${CONTRACT.testid.max_length}, starting with a letter or digit)`);
       return s;
+    case 'hostport': // no scheme, path or user: an address only (it is printed and kept in the manifest)
+      if (s !== '' && !/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):\d{1,5}$/.test(s)) {
+        // a value with a user may hold a password: it is not repeated
+        throw bad(name, s.includes('@') ? '(a value with user@, not shown)' : raw, 'must be host:port (e.g. 127.0.0.1:10080; [::1]:10080), or empty');
+      }
+      return s;
     case 'ssl':
       if (!CONTRACT.options[name][2].includes(s)) throw bad(name, raw, `valid: ${CONTRACT.options[name][2].join(', ')}`);
       return s;

@@ -11,6 +11,7 @@
 import { histName, queueName, stepWindows } from './steps.js';
 import { stepStatements } from './statements.js';
 import { stepDisturbance } from './disturb.js';
+import { stepProfile } from './profiles.js';
 import { CONTRACT } from './config.js';
 
 export { histName };
@@ -125,6 +126,8 @@ export function stepFigures(data, o, tbs, endedAt) {
     if (st) s.statements = st;
     const dist = stepDisturbance(notes, sd.testid, win.threads); // lib/disturb.js
     if (dist) s.disturbance = dist;
+    const pr = stepProfile(notes, sd.testid, win.threads, s.queries.total); // lib/profiles.js
+    if (pr) s.profile = pr;
     s.qps = elapsed > 0 ? s.queries.total / elapsed : 0;
     s.tps = elapsed > 0 ? s.transactions / elapsed : 0;
     const cpu0 = marks[`${name}/cpu_start`];

@@ -23,6 +23,7 @@ import { hostFacts, instanceOf, newTestId, segmentFraction } from '../lib/run.js
 import { monitorScenario, monitor as monitorTick } from '../lib/progress.js';
 import { capture as captureStatements, statementsScenario } from '../lib/statements.js';
 import { disturbScenario, watch as watchDisturbance } from '../lib/disturb.js';
+import { capture as captureProfiles, profileScenario } from '../lib/profiles.js';
 
 // The end-of-test summary (lib/summary.js) is loaded only where handleSummary runs: k6 runs it,
 // setup and teardown in runtimes of their own, whose __VU is 0. k6 runs this init code once per
@@ -45,7 +46,7 @@ function runOptions() {
   const totalSeconds = Math.ceil(windows[windows.length - 1].end / 1000);
   const startWait = o.start_at ? Math.max(0, (o.start_at - Date.now()) / 1000) : 0;
   return {
-    scenarios: { ...stepScenarios(o), ...monitorScenario(o, totalSeconds), ...statementsScenario(o, totalSeconds), ...disturbScenario(o, totalSeconds) },
+    scenarios: { ...stepScenarios(o), ...monitorScenario(o, totalSeconds), ...statementsScenario(o, totalSeconds), ...disturbScenario(o, totalSeconds), ...profileScenario(o, totalSeconds) },
     thresholds: stepThresholds(o),
     tags: { testid, workload: o.workload },
     summaryTrendStats: ['avg', 'min', 'max', 'count'],
@@ -333,6 +334,12 @@ export function statements(data) {
 // around it (lib/disturb.js: the per-step disturbance of the manifest).
 export function disturb(data) {
   watchDisturbance(o, data, windows);
+}
+
+// One extra VU takes the database's CPU profile over each step's measured window
+// (lib/profiles.js: the per-step profiles of the manifest).
+export function profiles(data) {
+  captureProfiles(o, data, windows);
 }
 
 // `-e help=1`: nothing runs; the summary is the option list.

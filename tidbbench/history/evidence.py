@@ -10,20 +10,23 @@ last run before it and the first run after it, ranked, in one list.
    setting switched with the change scores 1; one that flips back and forth scores low.
 2. Statements whose plan or average latency changed between the two runs
    (tidbbench/report/statements.py's A vs B rule, one sample a side), the series' thread step first.
-3. The change of server and client CPU per query (the series' points), the run before against
+3. The functions whose database CPU per query moved most between the two runs' CPU profiles at
+   the series' thread step (tidbbench/report/profiles.py; one run a side: the largest differences,
+   not a test), FUNCTIONS of them.
+4. The change of server and client CPU per query (the series' points), the run before against
    the run after and the segments' means.
 4. Whether the host was disturbed on either side: the series' step of the run before and of the
    run after, by the rule of tidbbench/disturbance.py (steal, the other processes' CPU, the
    canary against the median of the segments' canaries), with their figures.
 
-Order: settings with a consistency of at least CONSISTENT, then statements, then resources, then
-the remaining settings (they differ between the two runs but not as a step)."""
+Order: settings with a consistency of at least CONSISTENT, then statements, then functions, then
+resources, then the remaining settings (they differ between the two runs but not as a step)."""
 import json
 import statistics
 from pathlib import Path
 
 from tidbbench import disturbance
-from tidbbench.report import differs, statements
+from tidbbench.report import differs, profiles, statements
 from tidbbench.report.fmt import product_name
 from tidbbench.report.manifest import Run, RunSet
 
@@ -31,6 +34,7 @@ SEGMENT_RUNS = 5  # runs of each segment compared for a setting's consistency
 CONSISTENT = 0.5
 KIND_ORDER = {"version": 0, "variable": 1, "config": 2, "option": 3, "target": 4, "host": 5, "data": 6, "samples": 7}
 SUMMARY_LINES = 12  # lines of the stored evidence summary
+FUNCTIONS = 3  # the functions that moved most, from the two runs' CPU profiles
 
 
 class Manifests:
@@ -180,6 +184,20 @@ def statement_items(rb, ra, threads):
     return out
 
 
+def function_items(rb, ra, threads):
+    """The FUNCTIONS functions whose flat database CPU per query moved most between the two runs'
+    profiles at step `threads` (none when either has no profile to rank)."""
+    a, b = profiles.load_step(rb, threads), profiles.load_step(ra, threads)
+    if not (a.ok and b.ok):
+        return []
+    rows = [r for r in profiles.compare([a], [b])[0] if r[6] == "function"]
+    rows.sort(key=lambda r: -abs(r[2] - r[1]))
+    return [{"kind": "function", "name": r[0], "threads": threads, "before": f"{r[1]:.2f} µs/query",
+             "after": f"{r[2]:.2f} µs/query", "consistency": None,
+             "detail": ("new" if r[3] == float("inf") else f"{r[3]:+.1f}%") + "; one run a side, not a test"}
+            for r in rows[:FUNCTIONS] if r[2] != r[1]]
+
+
 def _mean(xs):
     xs = [x for x in xs if x is not None]
     return statistics.fmean(xs) if xs else None
@@ -243,9 +261,10 @@ def evidence(cp, pts, manifests):
     first = [s for s in sets if s["consistency"] is None or s["consistency"] >= CONSISTENT]
     rest = [s for s in sets if s not in first]
     stmts = statement_items(before[0], after[0], pts[i].get("threads")) if before and after else []
+    funcs = function_items(before[0], after[0], pts[i].get("threads")) if before and after else []
     host = [host_item(before[0], after[0], pts[i].get("threads"), runs_b, runs_a)] if before and after else []
     # a disturbed host is said before the settings: the change may be the machine's
-    items += (host if any(h["disturbed"] for h in host) else []) + first + stmts + resource_items(seg_b, seg_a) \
+    items += (host if any(h["disturbed"] for h in host) else []) + first + stmts + funcs + resource_items(seg_b, seg_a) \
         + (host if not any(h["disturbed"] for h in host) else []) + rest
     for n, it in enumerate(items, 1):
         it["rank"] = n
@@ -260,6 +279,8 @@ def line(it):
             (f" ({it['detail']})" if it["detail"] else "")
     if k == "host":
         return f"{it['name']}: {it['detail']} (before: {it['before']}; after: {it['after']})"
+    if k == "function":
+        return f"function `{it['name']}` at {it['threads']} threads: {it['before']} -> {it['after']} ({it['detail']})"
     if k in ("resource", "missing"):
         if it.get("before") is None:
             return f"{it['name']}: {it['detail']}"

@@ -7,6 +7,7 @@ comparisons, and fewer cells, may be called a change by chance.
 
   tools/aa-rate [--pairs 20] [--plan plans/local-aab.json] [--arms a,a2] [--workloads oltp_point_select]
                 [--threads 1,2] [--time 1] [--db sbtest_stats_aa] [--id ID] [--results DIR] [--count-only]
+                [--profiles]
 
 The plan's two arms (default a and a2 of plans/local-aab.json: no set_global, same options) run
 pairs x the plan's repeats rounds, interleaved in the plan's seeded order, on their own database
@@ -15,7 +16,9 @@ rounds 1-5 form pair 1, 6-10 pair 2, and so on (5 = the plan's repeats). Each pa
 two sweep manifests (results/sweep-<id>-<arm>-pNN.json), so `scripts/report sweep-<id>-a-p01
 sweep-<id>-a2-p01` shows any pair's report. Run again with the same --id, an interrupted plan
 resumes (scripts/sweep's own resume); --count-only counts what is there. The database is dropped
-at the end. Needs the local stack (scripts/stack up)."""
+at the end. Needs the local stack (scripts/stack up). --profiles also counts, per pair, the functions
+of the steps' CPU profiles the report's profile comparison calls a change (issue #44: a pair with one
+is a false positive; at most 5% of pairs by the level, Holm over each pair's functions)."""
 import argparse
 import copy
 import json
@@ -43,6 +46,8 @@ def args_of(argv):
                     help="results folder (default: $results_dir or results/)")
     ap.add_argument("--count-only", action="store_true", help="count the pairs already run, run nothing")
     ap.add_argument("--keep-db", action="store_true", help="do not drop the database at the end")
+    ap.add_argument("--profiles", action="store_true",
+                    help="also count the functions of the steps' CPU profiles called a change (issue #44)")
     a = ap.parse_args(argv)
     if a.pairs < 1:
         ap.error(f"invalid --pairs {a.pairs}: must be >= 1")
@@ -132,6 +137,39 @@ def count(results, pairs):
     return rows
 
 
+def count_profiles(results, pairs):
+    """Per pair: (functions tested, [functions called a change]) at each workload's highest step, by the
+    report's own profile comparison (tidbbench/report/profiles.py)."""
+    from tidbbench.report import profiles
+    from tidbbench.report.manifest import resolve
+    rows = []
+    for ia, ib in pairs:
+        sa, sb = resolve(results, ia).samples(), resolve(results, ib).samples()
+        tested, called = 0, []
+        for w in sa:
+            runs = [sa[w], sb.get(w, [])]
+            t = profiles.highest(runs)
+            sides = [[sp for sp in (profiles.load_step(r, t) for r in rs) if sp.ok] for rs in runs]
+            if t is None or min(len(x) for x in sides) < 2:
+                continue
+            fn_rows, k = profiles.compare(*sides)[:2]
+            tested += k
+            called += [f"{w} {r[0]} {r[3]:+.1f}% p={r[5]:.3f}" for r in fn_rows if r[5] is not None and r[5] < 0.05]
+        rows.append((ia, ib, tested, called))
+    return rows
+
+
+def print_profiles(rows):
+    print("| pair | functions tested | called a change |")
+    print("| --- | ---: | --- |")
+    for ia, ib, k, c in rows:
+        print(f"| {ia} vs {ib} | {k} | {len(c)}{' (' + '; '.join(c) + ')' if c else ''} |")
+    with_change = sum(1 for r in rows if r[3])
+    print(f"aa-rate: profiles: {len(rows)} A/A pairs, {with_change} with a function called a change "
+          f"({with_change / len(rows) * 100:.0f}% of pairs; at most 5% by the level of Holm's family), "
+          f"{sum(len(r[3]) for r in rows)} of {sum(r[2] for r in rows)} function tests")
+
+
 def main(argv=None):
     a = args_of(sys.argv[1:] if argv is None else argv)
     results = Path(a.results).resolve()
@@ -152,6 +190,7 @@ def main(argv=None):
         if not pairs:
             raise ReportError(f"no complete pair in plan {pid} ({results})", code=1)
         rows = count(results, pairs)
+        prof_rows = count_profiles(results, pairs) if a.profiles else None
     except ReportError as e:
         print(f"error: {e}", file=sys.stderr)
         return getattr(e, "code", 1) or 1
@@ -175,6 +214,8 @@ def main(argv=None):
     print(f"aa-rate: {len(rows)} A/A pairs, {total} cells: {called} called a change ({called / total * 100:.1f}%), "
           f"{alone} with p < 0.05 before Holm ({alone / total * 100:.1f}%); families (pair x metric) with a change: "
           f"{fams} of {nfams}")
+    if prof_rows is not None:
+        print_profiles(prof_rows)
     return 0
 
 

@@ -132,6 +132,10 @@ func TestSettings(t *testing.T) {
 			map[string]string{"mysql_password": "", "mysql_password_file": "/e/pw", "K6_OUT": "mine"}},
 		{"another server", nil, stack, map[string]string{"mysql_host": "db.example"},
 			map[string]string{"mysql_password": "", "mysql_password_file": ""}},
+		{"the stack's status address with its host", nil, map[string]string{"mysql_host": "127.0.0.1", "tidb_status_addr": "127.0.0.1:10080"},
+			map[string]string{"mysql_port": "3306"}, map[string]string{"tidb_status_addr": "127.0.0.1:10080"}},
+		{"not the stack's status address with another host", nil, map[string]string{"mysql_host": "127.0.0.1", "tidb_status_addr": "127.0.0.1:10080"},
+			map[string]string{"mysql_host": "db.example"}, map[string]string{"tidb_status_addr": ""}},
 		{"another user", map[string]string{"mysql_user": "bench"}, stack, nil,
 			map[string]string{"mysql_password": "", "mysql_user": "bench"}},
 	}

@@ -43,7 +43,8 @@ func readEnvFile(path string) (map[string]string, error) {
 //     are left out, so k6 never sees both. The stack's password goes only with the stack's
 //     host and user (never to another server); given by file when the stack has one.
 //
-// The password never becomes an argument: it stays in the environment or a file.
+// The password never becomes an argument: it stays in the environment or a file. The stack's
+// tidb_status_addr, too, goes with the stack's host only.
 //
 // overridden names (sorted) the keys where the caller's environment wins over a different
 // value of the stack's (a shell that exported another checkout's k6.env does this silently);
@@ -54,7 +55,7 @@ func Settings(env, stack, opts map[string]string) (out map[string]string, overri
 		out[k] = v
 	}
 	for k, v := range stack {
-		if k == "mysql_password" || k == "mysql_password_file" {
+		if k == "mysql_password" || k == "mysql_password_file" || k == hostBound {
 			continue
 		}
 		if e, ok := env[k]; !ok {
@@ -103,9 +104,19 @@ func Settings(env, stack, opts map[string]string) (out map[string]string, overri
 			out["mysql_password"] = pw
 		}
 	}
+	// the stack's TiDB status address (the profiles) is its own server's, as its password is
+	if v, ok := stack[hostBound]; ok && effective("mysql_host") == stack["mysql_host"] {
+		if _, set := env[hostBound]; !set {
+			out[hostBound] = v
+		}
+	}
 	sort.Strings(overridden)
 	return out, overridden
 }
+
+// hostBound is the stack setting that goes with the stack's host only: a run on another
+// server must not profile the stack's TiDB.
+const hostBound = "tidb_status_addr"
 
 func environMap(environ []string) map[string]string {
 	out := map[string]string{}

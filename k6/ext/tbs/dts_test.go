@@ -250,6 +250,7 @@ func checkDataShapes(t *testing.T, dts map[string]map[string]dtsMember, m *Modul
 	for iface, v := range map[string]any{"RandSpec": RandSpec{}, "LoopSpec": LoopSpec{}} {
 		sameNames(t, iface, jsFieldNames(reflect.TypeOf(v)), sortedKeys(dts[iface]))
 	}
+	sameNames(t, "ProfileResult", jsFieldNames(reflect.TypeOf(ProfileResult{})), sortedKeys(dts["ProfileResult"]))
 }
 
 // jsFieldNames: a struct's fields as JavaScript sees them (k6's common.FieldName), sorted.

@@ -99,6 +99,9 @@ export interface Tbs {
   loop(spec: LoopSpec, rand: Rand, execer: Execer, rec: Recorder | null, conn: object): Loop;
   /** A VU's threads (threads_per_vu; one loop() each, in thread id order), run at once, a goroutine per thread, each `flushMs` (flush_ms) at a time (k6/ext/tbs/group.go; k6/lib/events.js runLoops drives it). */
   group(loops: Loop[], flushMs: number): Group;
+
+  /** The database's CPU profile (k6/ext/tbs/profile.go): `seconds` from the pprof server at `addr` (host:port, its /debug/pprof/profile), in parts of at most `partMax` s merged, each allowed `slack` s beyond its length, written to `path` (gzipped pprof). Blocks for the profile's length; never throws: a failure is `ok: false` and `why`. */
+  profile(addr: string, seconds: number, partMax: number, slack: number, path: string): ProfileResult;
 }
 
 /** listenerPid(): the process listening on a port. */
@@ -192,6 +195,20 @@ export interface HistogramSnapshot {
   last_end: number;
   max_gap_ms: number;
   max_gap_start: number;
+}
+
+/** What profile() gives: the file and its figures, or why there is none. */
+export interface ProfileResult {
+  ok: boolean;
+  why: string;
+  file: string;
+  /** The seconds of each part asked for. */
+  parts: number[];
+  /** The merged profile's own duration. */
+  seconds: number;
+  samples: number;
+  cpuSeconds: number;
+  bytes: number;
 }
 
 export interface LatencyHistogramSpec {
