@@ -145,6 +145,7 @@ function parseOne(name, type, raw) {
       if (s !== "" && !TESTID.test(s)) throw bad(name, raw, `letters, digits, . _ - (at most ${CONTRACT.testid.max_length}, starting with a letter or digit)`);
       return s;
     case "ssl":
+    case "choice":
       if (!CONTRACT.options[name][2].includes(s)) throw bad(name, raw, `valid: ${CONTRACT.options[name][2].join(", ")}`);
       return s;
     case "errors": {
@@ -1185,6 +1186,8 @@ var summary_exports = {};
 __export(summary_exports, {
   fairnessOf: () => fairnessOf,
   histName: () => histName,
+  histogramData: () => histogramData,
+  latencyFigures: () => latencyFigures,
   stepFigures: () => stepFigures,
   summarize: () => summarize,
   summaryText: () => summaryText

@@ -132,6 +132,7 @@ function parseOne(name, type, raw) {
       if (s !== '' && !TESTID.test(s)) throw bad(name, raw, `letters, digits, . _ - (at most ${CONTRACT.testid.max_length}, starting with a letter or digit)`);
       return s;
     case 'ssl':
+    case 'choice': // one of the option's own valid values
       if (!CONTRACT.options[name][2].includes(s)) throw bad(name, raw, `valid: ${CONTRACT.options[name][2].join(', ')}`);
       return s;
     case 'errors': {

@@ -9,6 +9,8 @@ TIDB_RELEASE="${TIDB_MODULE_VERSION}+module-build"
 LOKI_VERSION=v3.7.8
 # promtail is no longer in Loki's module after v3.5; v3.5.3 is its last home there.
 PROMTAIL_VERSION=v3.5.3
+# go-tpc's CLI for the TPC-C parity tests: the release k6/go.mod links into our k6 (tests/test_tpcc.py checks they agree)
+GOTPC_VERSION=v1.0.7
 COMPOSE_VERSION=v2.40.3
 # Prometheus: the same release as compose's image (.env PROMETHEUS_IMAGE); module v0.3MM.P = v3.MM.P
 PROMETHEUS_VERSION=v3.13.5

@@ -128,6 +128,8 @@ func TestIndexDtsIsTheGoModule(t *testing.T) {
 		"Recorder": reflect.TypeOf(&Recorder{}), "Queue": reflect.TypeOf(&QueueHandle{}),
 		"Unique": reflect.TypeOf(&Unique{}), "Counter": reflect.TypeOf(&Counter{}), "Barrier": reflect.TypeOf(&BarrierHandle{}),
 		"Tally": reflect.TypeOf(&TallyHandle{}),
+		"Tpcc":  reflect.TypeOf(&Tpcc{}), "TpccThread": reflect.TypeOf(&TpccThread{}), "TpccStep": reflect.TypeOf(&TpccStep{}),
+		"TpccRecorder": reflect.TypeOf(&TpccRecorder{}),
 	}
 	ifaceOf := map[reflect.Type]string{}
 	for name, typ := range reflected {
@@ -229,4 +231,11 @@ func TestIndexDtsIsTheGoModule(t *testing.T) {
 	}
 	sort.Strings(loopSpec)
 	sameNames(t, "LoopSpec", loopSpec, sortedKeys(dts["LoopSpec"]))
+	var tpccSpec []string
+	ts := reflect.TypeOf(TpccOptions{})
+	for i := 0; i < ts.NumField(); i++ {
+		tpccSpec = append(tpccSpec, common.FieldName(ts, ts.Field(i)))
+	}
+	sort.Strings(tpccSpec)
+	sameNames(t, "TpccOptions", tpccSpec, sortedKeys(dts["TpccOptions"]))
 }
