@@ -1209,18 +1209,18 @@ var rowsOf = (db, t) => Number(asText(db.query(`SELECT COUNT(*) AS n FROM ${t}`)
 function checkSchema(db) {
   const have = tableSet(db);
   const present = TABLES.filter((t) => have.has(t));
-  const at = `in database '${o.mysql_db}' at ${o.mysql_host}:${o.mysql_port}`;
+  const at = `database '${o.mysql_db}' at ${o.mysql_host}:${o.mysql_port}`;
   if (CMD === "prepare" && present.length) {
-    throw new Error(`table ${present[0]} already exists ${at} (${present.length} of ${TABLES.length} go-tpc tables exist); nothing was changed. Run cleanup first (k6 run -e tpcc_command=cleanup tpcc.js)`);
+    throw new Error(`table ${present[0]} already exists in ${at} (${present.length} of ${TABLES.length} go-tpc tables exist); nothing was changed. Run cleanup first (k6 run -e tpcc_command=cleanup tpcc.js)`);
   }
   if (CMD !== "run" && CMD !== "check") return;
   const missing = TABLES.filter((t) => !have.has(t));
   if (missing.length) {
-    throw new Error(`table ${missing[0]} does not exist ${at} (${missing.length} of ${TABLES.length} go-tpc tables missing): run prepare first: k6 run -e tpcc_command=prepare -e warehouses=${o.warehouses} tpcc.js`);
+    throw new Error(`table ${missing[0]} does not exist in ${at} (${missing.length} of ${TABLES.length} go-tpc tables missing): run prepare first: k6 run -e tpcc_command=prepare -e warehouses=${o.warehouses} tpcc.js`);
   }
   const n = { warehouse: rowsOf(db, "warehouse"), district: rowsOf(db, "district"), item: rowsOf(db, "item") };
   if (Math.min(n.warehouse, Math.floor(n.district / 10)) < o.warehouses || n.item !== 1e5) {
-    throw new Error(`the database ${at} holds ${n.warehouse} warehouses, ${n.district} districts and ${n.item} items, not the ${o.warehouses} warehouses (of 10 districts each) and 100000 items that warehouses=${o.warehouses} needs: give the warehouses it was prepared with, or clean up and prepare again (a prepare that stopped leaves it partly loaded)`);
+    throw new Error(`${at} holds ${n.warehouse} warehouses, ${n.district} districts and ${n.item} items, not the ${o.warehouses} warehouses (of 10 districts each) and 100000 items that warehouses=${o.warehouses} needs: give the warehouses it was prepared with, or clean up and prepare again (a prepare that stopped leaves it partly loaded)`);
   }
 }
 function setup() {

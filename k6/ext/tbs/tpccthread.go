@@ -27,6 +27,9 @@ func (t *Tpcc) runWorkloader() (workload.Workloader, []string, []int, error) {
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		// a thread's connection is closed when its step ends (go-tpc's CleanupThread hands it
+		// back to the pool): each step starts on fresh ones, as oltp.js's steps
+		t.db.SetMaxIdleConns(0)
 		if t.names, t.weights, err = hook(w); err != nil {
 			return nil, nil, nil, err
 		}
