@@ -24,7 +24,7 @@ from conftest import ROOT, TARGETS, fresh_db, k6, mariadb_root, password, run_te
 pytestmark = pytest.mark.full
 
 GOTPC = ROOT / "bin" / "go-tpc"
-OURS, REF = "tpcc_ours", "tpcc_ref"
+OURS, REF = "sbtest_tpcc_ours", "sbtest_tpcc_ref"
 USER = "tbs_gotpc"
 TABLES = ["item", "customer", "district", "history", "new_order", "order_line", "orders", "stock", "warehouse"]
 # rows go-tpc's generation fixes for 1 warehouse (TPC-C 4.3.3.1); order_line's is random
@@ -195,7 +195,7 @@ def test_run_is_gotpcs(runs):
 BAD = [
     ("warehouses-zero", ["-e", "warehouses=0"], ["invalid option warehouses=0: must be a whole number >= 1"]),
     ("warehouses-text", ["-e", "warehouses=ten"], ["invalid option warehouses=ten: must be a whole number >= 1"]),
-    ("parts-over", ["-e", "parts=2"], ["invalid option parts=2: must be from 1 to warehouses (1)"]),
+    ("parts-over", ["-e", "warehouses=1", "-e", "parts=2"], ["invalid option parts=2: must be from 1 to warehouses (1)"]),
     ("parts-zero", ["-e", "parts=0"], ["invalid option parts=0: must be a whole number >= 1"]),
     ("threads-zero", ["-e", "threads=0"], ["invalid option threads=0: must be a thread count >= 1"]),
     ("threads-list-prepare", ["-e", "tpcc_command=prepare", "-e", "threads=1,2"],
@@ -214,17 +214,17 @@ def check_bad(p, expect):
 
 @pytest.mark.parametrize("case,args,expect", BAD, ids=[c[0] for c in BAD])
 def test_bad_options_stop_before_any_query(stack, case, args, expect):
-    p = k6("run", "-e", "mysql_db=tpcc_none", *args, "tpcc.js", check=False, timeout=60)
+    p = k6("run", "-e", "mysql_db=sbtest_tpcc_none", *args, "tpcc.js", check=False, timeout=60)
     check_bad(p, expect)
     assert "testid=" not in p.stdout  # setup, the first query, never ran
 
 
 @pytest.mark.parametrize("command", ["run", "check"])
 def test_no_schema_stops_before_any_load(stack, command):
-    db = fresh_db("tidb", "tpcc_empty")
+    db = fresh_db("tidb", "sbtest_tpcc_empty")
     p = k6("run", "-e", f"mysql_db={db}", "-e", "warehouses=1", "-e", f"tpcc_command={command}", "tpcc.js",
            check=False, timeout=60)
-    check_bad(p, ["table item does not exist in database 'tpcc_empty'", "9 of 9 go-tpc tables missing",
+    check_bad(p, ["table item does not exist in database 'sbtest_tpcc_empty'", "9 of 9 go-tpc tables missing",
                   "run prepare first: k6 run -e tpcc_command=prepare -e warehouses=1 tpcc.js"])
     assert sql("tidb", "SHOW TABLES", db) == ()
     sql("tidb", f"DROP DATABASE {db}")
@@ -233,10 +233,10 @@ def test_no_schema_stops_before_any_load(stack, command):
 def test_prepare_over_a_schema_and_a_stopped_prepare(stack):
     """An existing schema stops prepare before it changes anything; a schema of fewer warehouses
     than asked (a prepare that stopped, or other options) stops run and check, naming what it holds."""
-    db = fresh_db("tidb", "tpcc_part")
+    db = fresh_db("tidb", "sbtest_tpcc_part")
     sql("tidb", "CREATE TABLE warehouse (w_id INT PRIMARY KEY)", db)
     p = k6("run", "-e", f"mysql_db={db}", "-e", "warehouses=1", "-e", "tpcc_command=prepare", "tpcc.js", check=False, timeout=60)
-    check_bad(p, ["table warehouse already exists in database 'tpcc_part'", "nothing was changed",
+    check_bad(p, ["table warehouse already exists in database 'sbtest_tpcc_part'", "nothing was changed",
                   "k6 run -e tpcc_command=cleanup tpcc.js"])
     assert [r[0] for r in sql("tidb", "SHOW TABLES", db)] == ["warehouse"]
     for t in TABLES:  # every table, but empty: what a prepare stopped after its CREATE TABLEs leaves
