@@ -1,5 +1,5 @@
 """Issue #46: TPC-C as go-tpc v1.0.7 runs it, in our k6 (k6/tpcc.js, which drives go-tpc's own
-tpcc package: k6/ext/tbs/tpcc*.go). On each local target, 1 warehouse, against go-tpc's own CLI
+tpcc package: k6/ext/tbs/tpcc*.go). On the local TiDB (MariaDB: docs/tpcc.md says why not yet), 1 warehouse, against go-tpc's own CLI
 of the same release (scripts/build gotpc):
   - after our prepare, go-tpc's `check` passes on our data, and the tables are go-tpc's: the same
     CREATE TABLE, the same row counts where generation fixes them (order_line's depends on the
