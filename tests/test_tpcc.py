@@ -11,7 +11,6 @@ of the same release (scripts/build gotpc):
   - bad input (warehouses, parts, threads, no schema, an existing schema) stops before any load.
 go-tpc takes its password only as an argument, which the house rules forbid: it connects as a
 test user without a password that can reach the test's two databases only, dropped afterwards."""
-import json
 import math
 import re
 import subprocess
