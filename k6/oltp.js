@@ -150,6 +150,7 @@ function parseOne(name, type, raw) {
       }
       return s;
     case "ssl":
+    case "choice":
       if (!CONTRACT.options[name][2].includes(s)) throw bad(name, raw, `valid: ${CONTRACT.options[name][2].join(", ")}`);
       return s;
     case "errors": {
@@ -1390,6 +1391,8 @@ var summary_exports = {};
 __export(summary_exports, {
   fairnessOf: () => fairnessOf,
   histName: () => histName,
+  histogramData: () => histogramData,
+  latencyFigures: () => latencyFigures,
   stepFigures: () => stepFigures,
   summarize: () => summarize,
   summaryText: () => summaryText

@@ -3,6 +3,7 @@ k6/contract.json (workloads, options, the testid rule, timing) and contract/prom
 per-step PromQL)."""
 import importlib.util
 import json
+import re
 
 import pytest
 
@@ -138,3 +139,13 @@ def test_the_results_folder_is_decided_in_one_place(monkeypatch):
     assert str(contract.results_dir()) == "/elsewhere/res"
     from tidbbench.report import cli as report_cli
     assert report_cli.parser().parse_args(["TESTID"]).results == "/elsewhere/res"
+
+
+def test_the_gotpc_release_is_one():
+    """Issue #46: k6/go.mod links go-tpc, scripts/lib/versions.sh builds its CLI for the parity tests
+    (tests/test_tpcc.py), k6/ext/tbs/tpcc.go names it in the manifest: one release."""
+    gomod = re.search(r"github.com/pingcap/go-tpc (v\S+)", (ROOT / "k6/go.mod").read_text()).group(1)
+    sh = re.search(r"^GOTPC_VERSION=(\S+)", (ROOT / "scripts/lib/versions.sh").read_text(), re.M).group(1)
+    go = re.search(r'GoTpcVersion = "(\S+)"', (ROOT / "k6/ext/tbs/tpcc.go").read_text()).group(1)
+    assert gomod == sh == go
+    assert C["options"]["tpcc_command"]["valid"] == ["prepare", "run", "check", "cleanup"]

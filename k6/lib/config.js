@@ -138,6 +138,7 @@ function parseOne(name, type, raw) {
       }
       return s;
     case 'ssl':
+    case 'choice': // one of the option's own valid values
       if (!CONTRACT.options[name][2].includes(s)) throw bad(name, raw, `valid: ${CONTRACT.options[name][2].join(', ')}`);
       return s;
     case 'errors': {

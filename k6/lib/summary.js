@@ -62,7 +62,7 @@ function val(data, name, stat) {
 
 // latencyFigures(h, o) -> { min, avg, max, p50, p95, p99, pct, pct_value } (ms) from a tbs
 // histogram and its snapshot.
-function latencyFigures(h, snap, o) {
+export function latencyFigures(h, snap, o) {
   const n = snap.count;
   const pct = (p) => (n ? h.percentile(p) : 0);
   return {
@@ -146,7 +146,7 @@ export function stepFigures(data, o, tbs, endedAt) {
   return out;
 }
 
-function histogramData(snap) {
+export function histogramData(snap) {
   return {
     scheme: snap.scheme, buckets: snap.buckets, min_ms: snap.min_ms, max_ms: snap.max_ms,
     count: snap.count, sum_ms: snap.sum_ms, min: snap.min, max: snap.max, counts: snap.counts,

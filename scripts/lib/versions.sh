@@ -21,6 +21,8 @@ LOKI_VERSION=v3.7.8
 # The OpenTelemetry Collector release of the local log shipper (otelcol/go.mod: the contrib
 # modules at this version, the core ones of the same release; scripts/build checks they agree).
 OTELCOL_VERSION=v0.165.1
+# go-tpc's CLI for the TPC-C parity tests: the release k6/go.mod links into our k6 (tests/test_tpcc.py checks they agree)
+GOTPC_VERSION=v1.0.7
 COMPOSE_VERSION=v2.40.3
 # Prometheus: the same release as compose's image (.env PROMETHEUS_IMAGE); module v0.3MM.P = v3.MM.P
 PROMETHEUS_VERSION=v3.13.5

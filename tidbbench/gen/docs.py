@@ -13,7 +13,8 @@ from tidbbench.contract import valid as valid_values
 DOC = ROOT / "docs" / "options.md"  # the page that holds the option table
 BEGIN, END = "<!-- options:begin -->", "<!-- options:end -->"
 GROUPS = {"target": "The target", "run": "The run", "oltp": "sysbench's OLTP options",
-          "rand": "Random numbers", "ours": "Ours (not sysbench's)"}
+          "rand": "Random numbers", "ours": "Ours (not sysbench's)",
+          "tpcc": "TPC-C (k6/tpcc.js: go-tpc v1.0.7's options, docs/tpcc.md)"}
 
 
 def cell(s):

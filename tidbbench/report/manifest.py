@@ -86,6 +86,9 @@ def load_run(results, testid, context=""):
 
 
 def check_run_manifest(m, path):
+    if m.get("workload") == "tpcc":  # k6/tpcc.js's manifest (docs/tpcc.md): tpmC per step, no QPS
+        raise ReportError(f"{path}: a TPC-C run (k6/tpcc.js): the report does not lay out TPC-C runs yet; "
+                          "its manifest has tpmC per step and per-transaction latency (docs/tpcc.md)", code=2)
     if not m.get("steps"):
         raise ReportError(f"{path}: the run has no thread steps (did it fail before its first step?)", code=2)
     for s in m["steps"]:

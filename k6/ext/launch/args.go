@@ -110,8 +110,10 @@ func (r *runArgs) option(env map[string]string, name, def string) string {
 	return def
 }
 
-// isRun: a run of oltp.js (the script that measures; prepare.js loads tables).
-func (r *runArgs) isRun() bool { return strings.HasSuffix(r.script, "oltp.js") }
+// isRun: a run of oltp.js or tpcc.js (the scripts that measure; prepare.js loads tables).
+func (r *runArgs) isRun() bool {
+	return strings.HasSuffix(r.script, "oltp.js") || strings.HasSuffix(r.script, "tpcc.js")
+}
 
 // contract is what the launcher reads of k6/contract.json, found beside the script (k6/ here,
 // /scripts in the image): the testid rule and the options' defaults.

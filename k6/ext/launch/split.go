@@ -132,6 +132,8 @@ func checkSplitArgs(r *runArgs, flag string) error {
 	switch {
 	case strings.HasSuffix(r.script, "prepare.js"):
 		return badInput(flag + " splits a run of k6/oltp.js; k6/prepare.js loads the tables once: run it without " + flag)
+	case strings.HasSuffix(r.script, "tpcc.js"):
+		return badInput(flag + " splits a run of k6/oltp.js; k6/tpcc.js runs in one k6 process (docs/tpcc.md): run it without " + flag)
 	case !r.isRun():
 		script := r.script
 		if script == "" {

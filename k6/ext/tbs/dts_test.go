@@ -128,6 +128,8 @@ func TestIndexDtsIsTheGoModule(t *testing.T) {
 		"Recorder": reflect.TypeOf(&Recorder{}), "Queue": reflect.TypeOf(&QueueHandle{}),
 		"Unique": reflect.TypeOf(&Unique{}), "Counter": reflect.TypeOf(&Counter{}), "Barrier": reflect.TypeOf(&BarrierHandle{}),
 		"Tally": reflect.TypeOf(&TallyHandle{}),
+		"Tpcc":  reflect.TypeOf(&Tpcc{}), "TpccThread": reflect.TypeOf(&TpccThread{}), "TpccStep": reflect.TypeOf(&TpccStep{}),
+		"TpccRecorder": reflect.TypeOf(&TpccRecorder{}),
 	}
 	checkMethods(t, dts, reflected)
 	m := checkNativeKeys(t, dts)
@@ -250,6 +252,7 @@ func checkDataShapes(t *testing.T, dts map[string]map[string]dtsMember, m *Modul
 	for iface, v := range map[string]any{"RandSpec": RandSpec{}, "LoopSpec": LoopSpec{}} {
 		sameNames(t, iface, jsFieldNames(reflect.TypeOf(v)), sortedKeys(dts[iface]))
 	}
+	sameNames(t, "TpccOptions", jsFieldNames(reflect.TypeOf(TpccOptions{})), sortedKeys(dts["TpccOptions"]))
 	sameNames(t, "ProfileResult", jsFieldNames(reflect.TypeOf(ProfileResult{})), sortedKeys(dts["ProfileResult"]))
 }
 

@@ -102,6 +102,12 @@ export interface Tbs {
 
   /** The database's CPU profile (k6/ext/tbs/profile.go): `seconds` from the pprof server at `addr` (host:port, its /debug/pprof/profile), in parts of at most `partMax` s merged, each allowed `slack` s beyond its length, written to `path` (gzipped pprof). Blocks for the profile's length; never throws: a failure is `ok: false` and `why`. */
   profile(addr: string, seconds: number, partMax: number, slack: number, path: string): ProfileResult;
+  /** tpcc.js: the process-wide TPC-C workload `name`, go-tpc v1.0.7's tpcc package on a pool of our driver (k6/ext/tbs/tpcc.go); throws on warehouses < 1 or parts outside 1..warehouses. */
+  tpcc(name: string, o: TpccOptions): Tpcc;
+  /** tpcc.js: a VU's TPC-C recorder (tpcc_transactions, tpcc_errors, tpcc_latency, tagged txn). Init context only. */
+  tpccRecorder(): TpccRecorder;
+  /** tpcc.js: the process-wide TPC-C step `name`: its figures per transaction (its sysbench histograms are histogram(`${name}/${txn}`)). */
+  tpccStep(name: string): TpccStep;
 }
 
 /** listenerPid(): the process listening on a port. */
@@ -381,4 +387,54 @@ export interface RandByName {
   special(a: number, b: number): number;
   pareto(a: number, b: number): number;
   zipfian(a: number, b: number): number;
+}
+
+/** tpcc(): the workload's options (k6/contract.json's, checked by tpcc.js first). */
+export interface TpccOptions {
+  dsn: string;
+  warehouses: number;
+  parts: number;
+  wait: boolean;
+  check_all: boolean;
+  ignore_error: boolean;
+}
+
+/** go-tpc's workload on one target (k6/ext/tbs/tpcc.go). */
+export interface Tpcc {
+  /** go-tpc's prepare on `threads` threads (tables, data), then its prepare check; throws, saying what stopped it. */
+  prepare(threads: number): void;
+  /** go-tpc's consistency check on `threads` threads; throws naming the warehouse and condition that failed. */
+  check(threads: number): void;
+  /** go-tpc's cleanup: drops its tables. */
+  cleanup(): void;
+  /** go-tpc's transactions in its order, their weights and go-tpc's release: { names, weights, version }. */
+  txns(): { names: string[]; weights: number[]; version: string };
+  /** Connects go-tpc thread `id` for a VU (its own connection); throws when it cannot connect. */
+  thread(id: number, rec: TpccRecorder): TpccThread;
+  /** Closes the pool. */
+  close(): void;
+}
+
+/** A go-tpc thread run by a VU (k6/ext/tbs/tpccthread.go). */
+export interface TpccThread {
+  /** The step its next transactions are measured in (null: none, the warm-up). */
+  use(s: TpccStep | null): void;
+  /** Runs transactions back to back until epoch ms `until`; returns how many ended. */
+  run(until: number): number;
+  /** The error that stopped the thread (without ignore_error), or ''. */
+  stopped(): string;
+  /** Closes its statements and connection. */
+  close(): void;
+}
+
+/** A TPC-C step (k6/ext/tbs/tpccstep.go). */
+export interface TpccStep {
+  /** transaction -> { count, errors, gotpc, gotpc_err }: gotpc is go-tpc's summary of its histogram (count, sum_ms, avg, p50, p90, p95, p99, p999, max in ms). */
+  figures(): Record<string, any>;
+}
+
+/** A VU's TPC-C samples to k6 (k6/ext/tbs/tpccstep.go). */
+export interface TpccRecorder {
+  /** Sends the batched samples. */
+  flush(): void;
 }

@@ -28,7 +28,9 @@
 // Trend sink), recorder.go, queue.go, unique.go, counter.go, barrier.go, tally.go, marks.go
 // (+ notevalue.go), process.go, disturb.go, testid.go, hash.go, exec.go (the statement runner), batch.go
 // (its statements on a held connection), loop.go (the native event loop), group.go (a VU's
-// threads), rand.go (sysbench's random numbers). index.d.ts is the JS API; dts_test.go keeps
+// threads), rand.go (sysbench's random numbers); TPC-C, go-tpc v1.0.7's workload driven from
+// k6: tpcc.go (its commands), tpcchook.go (each transaction it runs), tpccthread.go (a VU's
+// go-tpc thread), tpccstep.go (a step's figures and the k6 samples). index.d.ts is the JS API; dts_test.go keeps
 // it true.
 package tbs
 
@@ -61,12 +63,16 @@ type root struct {
 	marks    map[string]float64
 	notes    map[string]string
 	parsed   map[string]*jsonNode // notes parsed once for NoteValue (notes are written once)
+	// TPC-C (tpcc.go): the workloads and steps
+	tpccs     map[string]*Tpcc
+	tpccSteps map[string]*TpccStep
 }
 
 func newRoot() *root {
 	return &root{
 		hists: map[string]*Histogram{}, queues: map[string]*Queue{}, uniques: map[string]*Unique{},
 		counters: map[string]*Counter{}, barriers: map[string]*Barrier{}, tallies: map[string]*Tally{}, bounded: map[*metrics.Metric]bool{},
+		tpccs: map[string]*Tpcc{}, tpccSteps: map[string]*TpccStep{},
 	}
 }
 
