@@ -4,8 +4,6 @@ not after a fixed connect phase; the step's window in the results file is the re
 statements read at its start still come before its load; and each step's host disturbance
 (k6/lib/disturb.js: the disturb VU is a party of the barrier, its canary comes before the load)
 has every field, with plausible values for the local TiDB. Against the local TiDB."""
-import json
-import math
 import os
 
 from tidbbench import contract

@@ -254,6 +254,23 @@ class Ingest:
         self.series = set()
 
 
+def sweep_entries(found):
+    """(folder, testid) -> (its sweep entry, the sweep manifest), and -> (the sweep, why) for the
+    samples a plan rejected as disturbed and reran (tidbbench/sweep/plan.py): their reruns are the
+    series' points, not they."""
+    entries, rejected = {}, {}
+    for kind, f, m in found:
+        if kind != "sweep":
+            continue
+        for e in m.get("runs") or []:
+            if isinstance(e, dict) and e.get("testid"):
+                entries[(f.parent.resolve(), e["testid"])] = (e, m)
+        for e in m.get("rejected") or []:
+            if isinstance(e, dict) and e.get("testid"):
+                rejected[(f.parent.resolve(), e["testid"])] = (m.get("sweep") or f.stem, e.get("rejected", ""))
+    return entries, rejected
+
+
 def ingest(conn, paths, skip_bad=False, ignore=None, server_cpu=None):
     """Indexes the run manifests under `paths` in one transaction (all or nothing). A file
     indexed before with the same content is left as it is (idempotent); a testid indexed from
@@ -268,17 +285,7 @@ def ingest(conn, paths, skip_bad=False, ignore=None, server_cpu=None):
     for b in bad or []:
         res.notes.append(f"skipped: {b}")
         res.skipped += 1
-    entries, rejected = {}, {}
-    for kind, f, m in found:
-        if kind == "sweep":
-            for e in m.get("runs") or []:
-                if isinstance(e, dict) and e.get("testid"):
-                    entries[(f.parent.resolve(), e["testid"])] = (e, m)
-            # samples a plan rejected as disturbed and reran (tidbbench/sweep/plan.py): their reruns
-            # are the series' points, not they
-            for e in m.get("rejected") or []:
-                if isinstance(e, dict) and e.get("testid"):
-                    rejected[(f.parent.resolve(), e["testid"])] = (m.get("sweep") or f.stem, e.get("rejected", ""))
+    entries, rejected = sweep_entries(found)
     seen = {}
     with conn:  # one transaction: commits at the end, rolls back on any exception
         meta_set(conn, "ignore_options", sorted(ignore))
