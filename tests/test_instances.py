@@ -208,7 +208,9 @@ def test_report_of_the_split_run(split_run, tmp_path):
     rows = {int(r[0]): float(r[1]) for r in table[1:]}
     for t in THREADS:
         assert rows[t] == pytest.approx(step(merged, t)["qps"], abs=0.006), t
-    inst = [line for line in md.splitlines() if line.startswith(f"| {testid} | ")]
+    # the instances table follows its sentence (the host-disturbance table's rows start with the testid too)
+    tail = md.split("Each split run's k6 instances", 1)[1]
+    inst = [line for line in tail.split("\n\n", 2)[1].splitlines() if line.startswith(f"| {testid} | ")]
     assert [line.split(" | ")[1] for line in inst] == ["0", "1", "2"], md
     assert all("| 3, 6 | 0 |" in line for line in inst)
     assert "did not finish" not in md

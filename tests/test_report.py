@@ -202,6 +202,9 @@ def test_single_run_report_matches_k6_summary(tidb_run, tmp_path):
         assert "-e mysql_db=sbtest_report_it \\\n    -e tables=2 \\\n    -e table_size=5000 \\\n    k6/prepare.js" in md
         # the suite's step timing (conftest.py) is not the default: the command carries it
         timing = "".join(f"    -e {k}={os.environ[k]} \\\n" for k in ("connect_time", "grace_time"))
+        # and the stack's TiDB status address (k6.env; the profiles' source): the target's, shown as mysql_host is
+        if m["options"].get("tidb_status_addr"):
+            timing += f"    -e tidb_status_addr={m['options']['tidb_status_addr']} \\\n"
         assert "-e threads=2,4 \\\n    -e time=5 \\\n    -e warmup_time=2 \\\n" + timing + "    k6/oltp.js" in md, md
         html = (out / "report.html").read_text()
         assert password() not in md and password() not in html
