@@ -247,8 +247,8 @@ def test_a_runs_k6_lines_arrive_with_its_testid(stack):
     assert any(f"testid={testid}" in line for line in lines), lines[:5]
     path = STATE / "logs" / runs["local"] / f"{testid}.log"
     assert path.is_file()
-    # the stream's index labels are the ones promtail gave it: the definition's, the testid, the
-    # file's path, and service_name, which Loki derives from service
+    # the stream's index labels are the ones the log shipper gives it (as promtail did): the
+    # definition's, the testid, the file's path, and service_name, which Loki derives from service
     q = urllib.parse.urlencode({"match[]": f'{{{runs["label"]}="{testid}"}}',
                                 "start": str(int((time.time() - 600) * 1e9))})
     with urllib.request.urlopen(f"{LOKI}/loki/api/v1/series?{q}", timeout=10) as r:

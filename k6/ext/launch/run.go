@@ -112,7 +112,7 @@ func launch(o *runOpts, args []string) error {
 			o.webExport(env, results, id)
 		}
 		if o.runLogs != "" && fileSafe.MatchString(id) { // else k6 rejects the testid itself
-			if err := os.MkdirAll(o.runLogs, 0o755); err == nil { //nolint:gosec // read by promtail/Alloy
+			if err := os.MkdirAll(o.runLogs, 0o755); err == nil { //nolint:gosec // read by the log shipper (otelcol locally, Alloy in compose)
 				logs = append(logs, filepath.Join(o.runLogs, id+".log"))
 			} else {
 				o.say("warning: %v: the run's lines go to the console only", err)
