@@ -420,12 +420,14 @@ def test_tpcc_step_tables_equal_the_manifest(tpcc_live, dashboards):
         no = s["txns"]["new_order"]["latency_ms"]
         # the step's whole native histogram: exact up to its bucket resolution (k6 keeps every sample)
         assert abs(p95 - no["p95"]) <= 0.15 * no["p95"] and p99 >= p95, (th, p95, p99, no)
+        one_txn = 60 / s["elapsed_s"]  # one transaction's share of a type's tpm
         for txn, x in s["txns"].items():
             if not x["count"]:
                 continue
             tpm, tp95 = per_type["A"][(th, txn)], per_type["B"][(th, txn)]
-            assert abs(tpm - x["tpm"]) <= 0.02 * x["tpm"], (th, txn, tpm, x["tpm"])
-            assert abs(tp95 - x["latency_ms"]["p95"]) <= 0.15 * x["latency_ms"]["p95"], (th, txn, tp95, x["latency_ms"])
+            assert abs(tpm - x["tpm"]) <= max(0.02 * x["tpm"], one_txn), (th, txn, tpm, x["tpm"])
+            if x["count"] >= 20:  # (fewer: its p95 is the slowest one or two, where the two histograms' buckets differ most)
+                assert abs(tp95 - x["latency_ms"]["p95"]) <= 0.15 * x["latency_ms"]["p95"], (th, txn, tp95, x["latency_ms"])
             assert per_type["D"][(th, txn)] == x["errors"], (th, txn)
         print(f"TPC-C {th} threads: tpmC {tpmc:.1f} (manifest {s['tpmC']:.1f}), tpmTotal {tpm_total:.1f} "
               f"(manifest {s['tpmTotal']:.1f}), New-Order p95 {p95:.2f} ms (manifest {no['p95']:.2f}), errors {errors:g}")
