@@ -134,10 +134,10 @@ def test_rendered_testrun_passes_the_crd_schema(args, testrun_schema, tmp_path):
 
 # TPC-C (docs/tpcc.md): k6/tpcc.js on one runner, its prepare and its run each a TestRun
 TPCC_VARIANTS = [
-    ["--testid", "tpcc-prepare-4w", "--", "-e", "tpcc_command=prepare", "-e", "warehouses=4", "-e", "threads=4",
-     "-e", "mysql_db=tpcc"],
-    ["--testid", "tpcc-run-4w", "--mysql-host", "basic-tidb.tidb-cluster.svc", "--", "-e", "warehouses=4",
-     "-e", "threads=4,8", "-e", "time=300", "-e", "warmup_time=60", "-e", "mysql_db=tpcc"],
+    ["--testid", "tpcc-prepare-4w", "--mysql-db", "tpcc", "--", "-e", "tpcc_command=prepare", "-e", "warehouses=4",
+     "-e", "threads=4"],
+    ["--testid", "tpcc-run-4w", "--mysql-host", "basic-tidb.tidb-cluster.svc", "--mysql-db", "tpcc", "--",
+     "-e", "warehouses=4", "-e", "threads=4,8", "-e", "time=300", "-e", "warmup_time=60"],
 ]
 
 
@@ -157,6 +157,7 @@ def test_a_tpcc_testrun_passes_the_crd_schema(args, testrun_schema, tmp_path):
     assert "mysql_password" not in spec["arguments"]
     env = {e["name"]: e for e in spec["runner"]["env"]}
     assert env["mysql_password"]["valueFrom"]["secretKeyRef"]["key"] == "mysql_password"
+    assert env["mysql_db"]["value"] == "tpcc"
     assert "results/tpcc-" in p.stdout and "merge" not in p.stdout  # one runner writes <testid>.json itself
     # the image has the script where the TestRun names it (k6/Dockerfile copies k6/*.js to /scripts)
     assert (ROOT / "k6/tpcc.js").is_file() and "COPY *.js contract.json ./" in (ROOT / "k6/Dockerfile").read_text()
