@@ -84,6 +84,7 @@ def ensure():
 ALTER USER 'root'@'%' IDENTIFIED BY '{root}';
 CREATE DATABASE IF NOT EXISTS sbtest;
 CREATE DATABASE IF NOT EXISTS sbtest_smoke;  -- scripts/compose-smoke's, apart from your tables
+CREATE DATABASE IF NOT EXISTS sbtest_tpcc;  -- k6/tpcc.js's (docs/tpcc.md), apart from the sysbench tables
 CREATE USER IF NOT EXISTS 'sbtest'@'%' IDENTIFIED BY '{sbtest}';
 GRANT ALL PRIVILEGES ON `sbtest%`.* TO 'sbtest'@'%';
 """

@@ -149,6 +149,28 @@ def read_write_runs(stack, tmp_path_factory):
     return res, out
 
 
+TPCC_TIME_S, TPCC_WARMUP_S = 10, 2  # tpcc_run: per step 2 s of warm-up, then 10 s measured
+
+
+@pytest.fixture(scope="session")
+def tpcc_run(stack, tmp_path_factory):
+    """A real 2-step (1 and 2 threads) TPC-C run of k6/tpcc.js on the local TiDB, 1 warehouse
+    prepared in a database of its own, with remote write to the stack's Prometheus: what the TPC-C
+    dashboard and history tests read (test_dashboards_tpcc_live, test_history_tpcc). Returns
+    (results_dir, the run's manifest)."""
+    res = tmp_path_factory.mktemp("tpcc-results")
+    db = fresh_db("tidb", "sbtest_tpcc_run")
+    common = ["-e", f"mysql_port={TARGETS['tidb']}", "-e", f"mysql_db={db}", "-e", "warehouses=1"]
+    k6("run", "-q", *common, "-e", "tpcc_command=prepare", "-e", "threads=2", "tpcc.js", env={"K6_OUT": ""})
+    testid = f"tpcc-tidb-{int(time.time())}"
+    k6("run", "-q", *common, "-e", "threads=1,2", "-e", f"time={TPCC_TIME_S}", "-e", f"warmup_time={TPCC_WARMUP_S}",
+       "-e", f"testid={testid}", "-e", f"results_dir={res}", "tpcc.js")
+    m = json.loads((res / f"{testid}.json").read_text())
+    assert [s["threads"] for s in m["steps"]] == [1, 2] and all(s["tpmC"] > 0 for s in m["steps"]), m["steps"]
+    yield res, m
+    sql("tidb", f"DROP DATABASE IF EXISTS {db}")
+
+
 def k6(*args, env=None, timeout=600, check=True):
     """Runs scripts/k6 (our k6 with the stack's settings) from the repo's k6/ folder."""
     needs_the_stack("k6()")

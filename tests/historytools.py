@@ -58,3 +58,53 @@ def step(n_before, n_after, change=-0.05, mean=1000.0, cv=0.01, seed=1):
     """A series with a level change of `change` (a fraction) after n_before runs."""
     v = noise(n_before + n_after, mean, cv, seed)
     return v[:n_before] + [x * (1 + change) for x in v[n_before:]]
+
+
+# ---- TPC-C (k6/tpcc.js): copies of a recorded TPC-C run (tests/golden/tpcc/), as manifest() does for OLTP
+TPCC_GOLDEN_DIR = ROOT / "tests/golden/tpcc"
+
+
+def tpcc_golden():
+    """The recorded TPC-C run manifest (one real run of k6/tpcc.js on the local TiDB)."""
+    (f,) = sorted(TPCC_GOLDEN_DIR.glob("*.json"))
+    return json.loads(f.read_text())
+
+
+def tpcc_manifest(i, tpmc, base, start_ms=1_795_000_000_000, latency=1.0, warehouses=None, prefix="tpcc"):
+    """Run i of a TPC-C series: every step's throughput (tpmC, tpmTotal, transactions, each type's
+    count and tpm) scaled so the first step's tpmC is `tpmc`, its latencies scaled inversely and
+    New-Order's also by `latency`, started a day after run i-1; warehouses sets the option."""
+    m = copy.deepcopy(base)
+    testid = f"{prefix}-{i:03d}"
+    m["testid"] = m["options"]["testid"] = testid
+    shift = start_ms + i * DAY_MS - m["run_start"]
+    m["run_start"] += shift
+    m["run_end"] += shift
+    ratio = tpmc / m["steps"][0]["tpmC"]
+    for s in m["steps"]:
+        for k in ("tpmC", "tpmTotal", "transactions"):
+            s[k] = s[k] * ratio
+        for name, x in s["txns"].items():
+            x["count"], x["tpm"] = round(x["count"] * ratio), x["tpm"] * ratio
+            f = (latency if name == "new_order" else 1.0) / ratio
+            for k in ("avg", "p95", "p99", "max"):
+                if isinstance(x["latency_ms"].get(k), (int, float)):
+                    x["latency_ms"][k] = x["latency_ms"][k] * f
+        for k in s["window"]:
+            s["window"][k] += shift
+    if warehouses is not None:
+        m["options"]["warehouses"] = m["tpcc"]["warehouses"] = warehouses
+    return m
+
+
+def write_tpcc_series(folder, values, latency=None, **kw):
+    """One TPC-C manifest per tpmC value into folder; latency: a New-Order latency factor per run."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    base = tpcc_golden()
+    ids = []
+    for i, v in enumerate(values):
+        m = tpcc_manifest(i, v, base, latency=(latency[i] if latency else 1.0), **kw)
+        (folder / f"{m['testid']}.json").write_text(json.dumps(m))
+        ids.append(m["testid"])
+    return ids

@@ -395,7 +395,7 @@ def test_tidb_starts_with_the_compose_flags_and_runs_init_sql(tmp_path, config_s
             time.sleep(0.5)
         with urllib.request.urlopen(f"http://127.0.0.1:{status}/schema", timeout=10) as r:
             dbs = {d["db_name"]["O"] for d in json.load(r)}
-        assert {"sbtest", "sbtest_smoke"} <= dbs, dbs
+        assert {"sbtest", "sbtest_smoke", "sbtest_tpcc"} <= dbs, dbs  # (sbtest_tpcc: k6/tpcc.js's, docs/compose.md)
         text = log.read_text()
         assert "InitializeSQLFile error" not in text, [ln for ln in text.splitlines() if "InitializeSQLFile" in ln]
         # root has the generated password now, sbtest logs in with its own

@@ -14,7 +14,8 @@ local stack's way, runs the TiDB stand-in on unistore, and leaves out what canno
 The commands are the documented ones, read from the markdown (tests/doccmds.py): README.md's
 compose block (docs/compose.md's Quickstart is the same list), run as written: `up -d`, the
 prepare and the 2-step oltp.js, `secrets login`, `scripts/compose-smoke`; docs/compose.md's
-`scripts/compose-k6` line; only the final `down -v` adds `--profile k6 --remove-orphans`: the
+`scripts/compose-k6` line; docs/tpcc.md's compose block (a TPC-C prepare of 1 warehouse and a
+5-second run, through the same k6 service); only the final `down -v` adds `--profile k6 --remove-orphans`: the
 override leaves out Alloy, so here only the k6 service (profile k6) names the k6-logs volume.
 """
 import json
@@ -65,7 +66,20 @@ def documented_compose_k6():
     return words
 
 
+def documented_tpcc():
+    """docs/tpcc.md's compose block: {'prepare': [...], 'run': [...]}, the words after `docker compose`."""
+    steps = {}
+    for words in compose_commands(ROOT / "docs/tpcc.md", "## Compose"):
+        assert words[:2] == ["docker", "compose"] and "tpcc.js" in words, f"docs/tpcc.md's compose block: {words}"
+        key = "prepare" if "tpcc_command=prepare" in words else "run"
+        assert key not in steps, f"docs/tpcc.md's compose block: a second {key}: {words}"
+        steps[key] = words[2:]
+    assert list(steps) == ["prepare", "run"], steps
+    return steps
+
+
 DOC = documented()
+TPCC = documented_tpcc()
 
 
 def docker_bin():
@@ -204,6 +218,7 @@ def test_the_documented_compose_commands_are_these():
     assert DOC["run"][:5] == ["run", "--rm", "k6", "run", "oltp.js"] and "threads=2,4" in DOC["run"]
     assert DOC["down"] == ["down", "-v"]
     assert documented_compose_k6()[:3] == ["scripts/compose-k6", "run", "k6/oltp.js"]
+    assert TPCC["prepare"][:5] == TPCC["run"][:5] == ["run", "--rm", "k6", "run", "tpcc.js"]
 
 
 @pytest.fixture(scope="module")
@@ -330,6 +345,30 @@ def test_the_history_store_takes_a_push_and_its_reader_only_reads(stack, tmp_pat
     with pytest.raises(psycopg.OperationalError):  # no login without the password
         psycopg.connect(host=host, port=port, dbname="tbs_history", user="postgres", password="",
                         connect_timeout=5).close()
+
+
+def test_tpcc_prepare_and_run_through_the_k6_service(ran):
+    """docs/tpcc.md's compose commands: k6/tpcc.js in the k6 image, prepare (1 warehouse) then a
+    short run, into the database compose made for it; tpmC reaches compose's Prometheus and the
+    manifest results/."""
+    c, _, _ = ran
+    p = c.run(*TPCC["prepare"], timeout=300)
+    assert "go-tpc's prepare check passed" in p.stdout + p.stderr, (p.stdout + p.stderr)[-3000:]
+    p = c.run(*TPCC["run"], timeout=300)
+    m = re.search(r"testid=(\S+) workload=tpcc", p.stdout + p.stderr)
+    assert m, f"the TPC-C run printed no testid:\n{(p.stdout + p.stderr)[-3000:]}"
+    testid = m.group(1)
+    summary = json.loads((c.dir / "results" / f"{testid}.json").read_text())
+    assert summary["workload"] == "tpcc" and summary["target"]["db"] == "sbtest_tpcc"
+    assert summary["steps"] and all(s["tpmC"] > 0 for s in summary["steps"]), summary["steps"]
+    prom = c.port("prometheus", 9090)
+    got = []
+    for _ in range(10):  # the last push interval
+        got = prom_query(prom, f'sum(max_over_time(k6_tpcc_transactions_total{{testid="{testid}", txn="new_order", warmup="false"}}[10m]))')
+        if got:
+            break
+        time.sleep(2)
+    assert got and float(got[0]["value"][1]) == sum(s["txns"]["new_order"]["count"] for s in summary["steps"]), got
 
 
 def test_our_k6_on_the_host_runs_against_compose(ran):

@@ -218,7 +218,8 @@ def test_latency_quantiles_come_from_histograms(parsed):
             continue
         n += 1
         metrics = {s["metric"] for s in r["selectors"]}
-        assert all(m.endswith("_bucket") or m in ("k6_oltp_latency_seconds", "k6_oltp_response_latency_seconds")
+        assert all(m.endswith("_bucket") or m in ("k6_oltp_latency_seconds", "k6_oltp_response_latency_seconds",
+                                                  "k6_tpcc_latency_seconds")
                    for m in metrics), \
             f"{q.id}: quantile of something other than a histogram: {metrics}"
     assert n >= 12
@@ -330,11 +331,14 @@ def test_run_annotations_on_every_dashboard(dashboards):
 
 
 def test_benchmark_variables_from_k6_series(dashboards):
+    """The run dashboard's variables list the runs of k6/oltp.js (their queries) and of k6/tpcc.js
+    (their transactions) alike."""
     d = dashboards["benchmark/benchmark-run.json"]
     v = {x["name"]: x for x in d["templating"]["list"]}
-    for name in ("testid", "workload", "version", "threads"):
-        q = v[name]["query"]["query"]
-        assert re.fullmatch(rf"label_values\(k6_oltp_\w+(\{{[^}}]*\}})?, {name}\)", q), q
+    runs = '__name__=~"k6_oltp_queries_total|k6_tpcc_transactions_total"'
+    assert v["testid"]["query"]["query"] == f"label_values({{{runs}}}, testid)"
+    for name in ("workload", "version", "threads"):
+        assert v[name]["query"]["query"] == f'label_values({{{runs}, testid="$testid"}}, {name})', name
 
 
 def test_step_table_follows_the_contract(dashboards):
@@ -353,6 +357,40 @@ def test_step_table_follows_the_contract(dashboards):
     org = next(t for t in table["transformations"] if t["id"] == "organize")["options"]["renameByName"]
     assert [org[k] for k in ("threads", "Value #A", "Value #B", "Value #C", "Value #D")] == \
         ["Threads", "QPS", "TPS", "p95 (ms)", "errors"]
+
+
+TPCC_PANELS = {"TPC-C thread steps", "TPC-C per transaction type", "tpmC and tpmTotal", "tpmC by thread step",
+               "TPC-C p95 latency by transaction type", "TPC-C p99 latency by transaction type",
+               "TPC-C errors by transaction type"}
+
+
+def test_tpcc_panels_follow_the_contract(dashboards):
+    """k6/tpcc.js's panels (docs/tpcc.md): every one reads k6_tpcc_* series only and says why it
+    is empty for an OLTP run; tpmC is 60 x New-Orders committed over the measured seconds with
+    contract/promql.json's tpcc_step queries; latency from the native histogram."""
+    from tidbbench import contract
+    d = dashboards["benchmark/benchmark-run.json"]
+    tpcc = [p for p in dt.panels(d) if "k6_tpcc_" in json.dumps(p.get("targets"))]
+    assert {p["title"] for p in tpcc} == TPCC_PANELS
+    for p in tpcc:
+        assert p["fieldConfig"]["defaults"]["noValue"] == "no data: not a TPC-C run (k6/tpcc.js)", p["title"]
+        for t in p["targets"]:
+            assert "k6_oltp_" not in t["expr"].replace("k6_oltp_marker", ""), (p["title"], t["expr"])
+    q = contract.promql()["tpcc_step"]["queries"]
+    steps = {t["refId"]: t["expr"] for t in next(p for p in tpcc if p["title"] == "TPC-C thread steps")["targets"]}
+    tx = q["transactions"].replace("<BY>", " by (threads) ").replace("[<RANGE>]", "[$__range]")
+    sel = 'testid="$testid", workload=~"$workload", version=~"$version", threads=~"$threads", warmup="false"'
+    assert steps["A"].startswith("60 * " + tx.replace("<SEL>", sel + ', txn="new_order"') + " / on (threads)")
+    assert steps["B"].startswith("60 * " + tx.replace("<SEL>", sel) + " / on (threads)")
+    for ref in "AB":
+        assert 'event="measure_end"' in steps[ref] and 'event="measure_start"' in steps[ref]
+    assert steps["C"].startswith("histogram_quantile(0.95") and 'txn="new_order"' in steps["C"]
+    assert steps["D"].startswith("histogram_quantile(0.99") and "k6_tpcc_latency_seconds" in steps["D"]
+    assert "k6_tpcc_errors_total" in steps["E"]
+    per_type = next(p for p in tpcc if p["title"] == "TPC-C per transaction type")
+    assert all("by (threads, txn)" in t["expr"] for t in per_type["targets"])
+    # the OLTP panels carry no such text: an empty OLTP panel on a TPC-C run is Grafana's plain "No data"
+    assert not [p["title"] for p in dt.panels(d) if p not in tpcc and p["fieldConfig"]["defaults"].get("noValue")]
 
 
 # ------------------------------------------------------------------------------ TiDB, TiKV, PD

@@ -47,7 +47,11 @@ def test_the_tables_are_the_contract(tmp_path, capsys):
     assert cols["runs"] == ["run_key", "testid", "started_at", "target", "product", "version", "git_hash",
                             "fingerprint", "host", "source_file", "source_sha256", "ingested_at"]
     assert cols["points"] == ["run_key", "series", "workload", "threads", "options_hash", "target", "qps", "tps",
-                              "p95_ms", "p99_ms", "errors_per_s", "client_cpu_per_query", "server_cpu_per_query"]
+                              "p95_ms", "p99_ms", "errors_per_s", "client_cpu_per_query", "server_cpu_per_query",
+                              # TPC-C's, grown at the end (tests/test_history_tpcc.py)
+                              "tpmc", "tpm_total", "new_order_p95_ms", "new_order_p99_ms", "payment_p95_ms",
+                              "payment_p99_ms", "order_status_p95_ms", "order_status_p99_ms", "delivery_p95_ms",
+                              "delivery_p99_ms", "stock_level_p95_ms", "stock_level_p99_ms"]
     assert cols["change_points"] == ["series", "metric", "run_key_before", "run_key_after", "at", "mean_before",
                                      "mean_after", "magnitude_pct", "ci_low_pct", "ci_high_pct", "pvalue", "direction",
                                      "evidence"]

@@ -61,7 +61,7 @@ def test_every_query_is_sql_on_the_history_data_source(dash):
     qs = dt_.queries(dash)
     assert {q.lang for q in qs} == {"sql"}
     kinds = sorted(q.kind for q in qs)
-    assert kinds == ["annotation"] + ["target"] * 5 + ["variable"] * 4
+    assert kinds == ["annotation"] + ["target"] * 6 + ["variable"] * 4
     assert {v["name"] for v in dash["templating"]["list"]} == {"target", "workload", "threads", "series"}
 
 
@@ -191,3 +191,38 @@ def test_the_noise_panel_gives_each_series_cv_and_mdc_as_scripts_history_does(da
     values, _ = resolve_variables(dash, db, {"workload": ["oltp_read_write"]})
     rows = run(db, grafana_sql(panel(dash, "Noise per series")["targets"][0]["rawSql"], values))
     assert {r["Series"] for r in rows} == {"oltp_read_write x 16 threads (tidb, options o1)"}
+
+
+@pytest.fixture(scope="module")
+def tpcc_store_db(request, tmp_path_factory):
+    """A store of TPC-C runs only (k6/tpcc.js's series: tpmC, no QPS): four nightly runs at 1 and 2 threads."""
+    if not ht.up():
+        request.getfixturevalue("stack")
+    tmp = tmp_path_factory.mktemp("history-dash-tpcc")
+    with ht.own_database(tmp) as (name, conninfo):
+        runs = [ht.run_row(i) for i in range(4)]
+        points = []
+        for i, r in enumerate(runs):
+            for threads, tpmc in ((1, 1206.0), (2, 2340.0)):
+                p = ht.point_row(r, "tpcc", threads, 0.0, 0.0)  # (then its OLTP figures emptied)
+                p.update(qps=None, tps=None, p95_ms=None, p99_ms=None, tpmc=tpmc + i, tpm_total=2.2 * tpmc,
+                         new_order_p95_ms=75.8)
+                points.append(p)
+        historypg.push(ht.make_index(tmp / "history.sqlite", runs, points), conninfo)
+        yield name, runs, points
+
+
+def test_tpmc_shows_tpcc_runs_and_only_them(dash, tpcc_store_db, store_db):
+    db, runs, points = tpcc_store_db
+    values, options = resolve_variables(dash, db)
+    assert options["workload"] == ["tpcc"]
+    (t,) = panel(dash, "tpmC per threads (TPC-C runs)")["targets"]
+    rows = run(db, grafana_sql(t["rawSql"], values))
+    assert sorted((r["testid"], r["series"], r["tpmC"]) for r in rows) == sorted(
+        (next(x["testid"] for x in runs if x["run_key"] == p["run_key"]),
+         f"tpcc x {p['threads']} threads (tidb, options o1)", p["tpmc"]) for p in points)
+    # the QPS panel has no point of a TPC-C run, the tpmC panel none of an OLTP run
+    (q,) = panel(dash, "QPS per workload x threads")["targets"]
+    assert run(db, grafana_sql(q["rawSql"], values)) == []
+    oltp_db = store_db[0]
+    assert run(oltp_db, grafana_sql(t["rawSql"], resolve_variables(dash, oltp_db)[0])) == []

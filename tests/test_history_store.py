@@ -5,6 +5,7 @@ table spec and synthetic runs."""
 import datetime as dt
 import os
 import re
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -69,6 +70,31 @@ def test_push_creates_the_schema_and_mirrors_the_index(own_db, tmp_path):
         assert (qps, p95) == (16005.0, 2.5)
         ev, at = c.execute("SELECT evidence, at FROM change_points").fetchone()
         assert ev.startswith("QPS -3.1%") and at == started
+
+
+def test_a_store_made_before_the_tpcc_columns_gets_them_at_push(own_db, tmp_path):
+    """A store whose points table predates TPC-C's columns (schema.py's tables only grow at the
+    end): push adds them (ADD COLUMN IF NOT EXISTS), keeps its rows and mirrors the TPC-C figures."""
+    name, conninfo = own_db
+    tpcc = [c for c, _, _ in historyschema.TPCC_COLUMNS]
+    old_ddl = "\n".join(line for line in historyschema.pg_ddl().splitlines()
+                        if not any(f" {c} " in line or f"COLUMN IF NOT EXISTS {c} " in line for c in tpcc))
+    with ht.connect("tbs_history_writer", name) as c:
+        c.execute(old_ddl)
+        have = [r[0] for r in c.execute("SELECT column_name FROM information_schema.columns WHERE table_name = "
+                                        "'points' ORDER BY ordinal_position")]
+    assert not set(tpcc) & set(have) and have == historyschema.columns("points")[:len(have)]
+    idx, runs, points, cps = series_index(tmp_path)
+    with sqlite3.connect(idx) as db:
+        db.execute("UPDATE points SET tpmc = 1234.5, new_order_p95_ms = 12.5 WHERE run_key = ?", (runs[0]["run_key"],))
+    assert historypg.push(idx, conninfo) == len(runs) + len(points) + len(cps)
+    with ht.connect("tbs_history_reader", name) as c:
+        cols = [r[0] for r in c.execute("SELECT column_name FROM information_schema.columns WHERE table_name = "
+                                        "'points' ORDER BY ordinal_position")]
+        assert cols == historyschema.columns("points")
+        got = c.execute("SELECT tpmc, new_order_p95_ms FROM points WHERE run_key = %s", (runs[0]["run_key"],)).fetchall()
+    assert got == [(1234.5, 12.5), (1234.5, 12.5)]
+    assert counts(name) == {"runs": 6, "points": 12, "change_points": 1}
 
 
 def test_push_again_changes_nothing_and_updates_in_place(own_db, tmp_path):

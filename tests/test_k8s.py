@@ -132,6 +132,53 @@ def test_rendered_testrun_passes_the_crd_schema(args, testrun_schema, tmp_path):
     assert "WORKDIR /scripts" in (ROOT / "k6/Dockerfile").read_text() and (ROOT / "k6/oltp.js").is_file()
 
 
+# TPC-C (docs/tpcc.md): k6/tpcc.js on one runner, its prepare and its run each a TestRun
+TPCC_VARIANTS = [
+    ["--testid", "tpcc-prepare-4w", "--mysql-db", "tpcc", "--", "-e", "tpcc_command=prepare", "-e", "warehouses=4",
+     "-e", "threads=4"],
+    ["--testid", "tpcc-run-4w", "--mysql-host", "basic-tidb.tidb-cluster.svc", "--mysql-db", "tpcc", "--",
+     "-e", "warehouses=4", "-e", "threads=4,8", "-e", "time=300", "-e", "warmup_time=60"],
+]
+
+
+@pytest.mark.parametrize("args", TPCC_VARIANTS, ids=["tpcc-prepare", "tpcc-run"])
+def test_a_tpcc_testrun_passes_the_crd_schema(args, testrun_schema, tmp_path):
+    p = render("--image", IMAGE, "--script", "tpcc.js", "--parallelism", "1", *args)
+    assert p.returncode == 0, p.stderr
+    [tr] = docs_of(p.stdout)
+    r = check_jsonschema(testrun_schema, tr, tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    spec = tr["spec"]
+    assert spec["parallelism"] == 1 and spec["script"] == {"localFile": "/scripts/tpcc.js"}
+    argv = spec["arguments"].split()
+    # no shared start (one runner): the testid, then the TPC-C options as given
+    assert argv[:2] == ["-e", f"testid={args[1]}"] and "start_at" not in spec["arguments"]
+    assert argv[2:] == [x for x in args[args.index("--") + 1:] if x != "--"]
+    assert "mysql_password" not in spec["arguments"]
+    env = {e["name"]: e for e in spec["runner"]["env"]}
+    assert env["mysql_password"]["valueFrom"]["secretKeyRef"]["key"] == "mysql_password"
+    assert env["mysql_db"]["value"] == "tpcc"
+    assert "results/tpcc-" in p.stdout and "merge" not in p.stdout  # one runner writes <testid>.json itself
+    # the image has the script where the TestRun names it (k6/Dockerfile copies k6/*.js to /scripts)
+    assert (ROOT / "k6/tpcc.js").is_file() and "COPY *.js contract.json ./" in (ROOT / "k6/Dockerfile").read_text()
+    r = kubernetes_validate([runner_pod(tr, 1)], tmp_path)
+    assert r.returncode == 0 and "passed for resource pod/" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_tpcc_testrun_gets_a_testid_of_the_launcher_and_refuses_a_split(tmp_path):
+    p = render("--image", IMAGE, "--script", "tpcc.js", "--parallelism", "1", "--", "-e", "warehouses=2")
+    assert p.returncode == 0, p.stderr
+    [tr] = docs_of(p.stdout)
+    testid = tr["spec"]["arguments"].split()[1].removeprefix("testid=")
+    assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{4}", testid), testid  # launch.NewTestID's shape
+    for args, msg in [(["--parallelism", "2"], "k6/tpcc.js runs in one k6 process"),
+                      (["--parallelism", "1", "--start-in", "60"], "leave out --start-in"),
+                      (["--parallelism", "1", "--script", "prepare.js"], "invalid choice")]:
+        p = render("--image", IMAGE, *(["--script", "tpcc.js"] if "--script" not in args else []), *args,
+                   "--", "-e", "warehouses=2")
+        assert p.returncode == 2 and msg in p.stderr and not p.stdout, (args, p.stderr)
+
+
 def test_the_crd_schema_rejects_broken_testruns(testrun_schema, tmp_path):
     """Negative controls: the validation can fail."""
     [tr] = docs_of(render("--image", IMAGE, "--parallelism", "2", "--testid", "x", "--", "-e", "threads=4").stdout)

@@ -67,10 +67,14 @@ def targets(*specs, **kw):
 
 def panel(kind, title, description, unit, tgts, w=12, h=8, ds=PROM, options=None,
           custom=None, overrides=None, decimals=None, min_=None, transformations=None,
-          links=None, max_=None):
+          links=None, max_=None, no_value=None):
+    """no_value: the text the panel shows when its queries return nothing (Grafana's "No value"),
+    e.g. why a panel of one kind of run is empty for another."""
     assert description and "\n" not in description, title
     assert unit, title
     defaults = {"unit": unit}
+    if no_value:
+        defaults["noValue"] = no_value
     if decimals is not None:
         defaults["decimals"] = decimals
     if min_ is not None:
@@ -194,11 +198,16 @@ def textbox_var(name, label, default, description):
             "options": [{"selected": True, "text": default, "value": default}]}
 
 
+# The series a measured run writes: k6/oltp.js's queries, k6/tpcc.js's transactions (a run of
+# either lists in the run dashboard's variables; prepare, check and cleanup write neither).
+RUN_SERIES = '__name__=~"k6_oltp_queries_total|k6_tpcc_transactions_total"'
+
+
 def testid_var(single):
     """The run selector. Single on the run dashboard, multi (All = every run) elsewhere."""
     if single:
-        return query_var("testid", "Run (testid)", "label_values(k6_oltp_queries_total, testid)",
-                         "The k6 run to show: its testid label, as set by scripts/k6 run.",
+        return query_var("testid", "Run (testid)", f"label_values({{{RUN_SERIES}}}, testid)",
+                         "The k6 run to show (k6/oltp.js or k6/tpcc.js): its testid label, as set by scripts/k6 run.",
                          sort=2)
     return query_var("testid", "Run (testid)", "label_values(k6_oltp_marker, testid)",
                      "k6 runs whose start, end and thread steps are marked on the graphs.",

@@ -1,4 +1,4 @@
-"""7. History: QPS and p95 per workload x threads across runs, from the team's history store
+"""7. History: QPS and p95 per workload x threads across runs (TPC-C's: tpmC), from the team's history store
 (PostgreSQL, docs/history-store.md; the tables of tidbbench/history/schema.py), with
 the detected change points as annotations. Grafana's built-in PostgreSQL data source, uid
 `history`. tests/test_history_dashboard.py runs every query here against a real store."""
@@ -151,6 +151,9 @@ def history():
         across_runs("p95 latency per workload x threads",
                     "95th percentile latency (ms) of each thread step, one point per run at its start; hover for the run's version and testid, click to open its Benchmark run dashboard.",
                     "p95_ms", "ms", "p95 (ms)"),
+        across_runs("tpmC per threads (TPC-C runs)",
+                    "tpmC (New-Orders committed per minute) of each thread step of a TPC-C run (k6/tpcc.js; docs/tpcc.md), one point per run at its start; hover for the run's version and testid, click to open its Benchmark run dashboard.",
+                    "tpmc", "none", "tpmC"),
         row("Change points and runs"),
         panel("table", "Change points",
               "The change points detected in the chosen series: when, how large (with its 95% interval and p-value), the evidence, and the command of the A-vs-B report of the runs on both sides.",
@@ -192,7 +195,7 @@ def history():
                 "The series (workload x threads x options on a target) as the history keys them."),
     ]
     d = dashboard("tbs-history", "History",
-                  "Every recorded run's QPS and p95 per workload x threads across runs, from the team's history store, with the detected change points and their evidence.",
+                  "Every recorded run's QPS and p95 per workload x threads across runs (TPC-C runs: tpmC), from the team's history store, with the detected change points and their evidence.",
                   ["history"], variables, items, time_from="now-90d", refresh="")
     d["annotations"] = {"list": [change_point_annotation()]}
     return d

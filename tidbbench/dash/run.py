@@ -1,8 +1,9 @@
 """1. Benchmark run and 5. Run comparison: the dashboards of k6's series."""
 from tidbbench.dash import pingcap
-from tidbbench.dash.base import (LOOKBACK, NET_DEVICES_EXCLUDED, RI, SEL, dashboard, p95_p99, panel, query_var, row, matchers,
-                                 sum_rate, target, targets, testid_var, unit_override, zero_if_absent)
-from tidbbench.dash.steps import db_step_cores, k6_step_cores, step_errors, step_quantile, step_rate
+from tidbbench.dash.base import (LOOKBACK, NET_DEVICES_EXCLUDED, RI, RUN_SERIES, SEL, dashboard, p95_p99, panel, query_var,
+                                 row, matchers, sum_rate, target, targets, testid_var, unit_override, zero_if_absent)
+from tidbbench.dash.steps import (db_step_cores, k6_step_cores, step_errors, step_quantile, step_rate, tpcc_step_errors,
+                                  tpcc_step_quantile, tpcc_step_tpm)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -152,6 +153,97 @@ def error_panels():
     ]
 
 
+# k6/tpcc.js's runs (docs/tpcc.md): their panels say so when the run chosen is an OLTP run
+TPCC_ONLY = "no data: not a TPC-C run (k6/tpcc.js)"
+NEW_ORDER = 'txn="new_order"'
+
+
+def tpcc_step_table():
+    """One row per thread step: tpmC, tpmTotal, New-Order's p95/p99 and the errors."""
+    sel, no = MEASURED, f"{MEASURED}, {NEW_ORDER}"
+    return panel(
+        "table", "TPC-C thread steps",
+        "One row per thread step of a TPC-C run over its measured window: tpmC (New-Orders committed per minute), tpmTotal (all committed transactions per minute), New-Order's p95 and p99 latency and the failed transactions, as go-tpc's summary.",
+        "none",
+        [target(tpcc_step_tpm(no, RUN_MARKER, "$__range"), ref="A", instant=True, fmt="table"),
+         target(tpcc_step_tpm(sel, RUN_MARKER, "$__range"), ref="B", instant=True, fmt="table"),
+         target(tpcc_step_quantile(0.95, no, "$__range"), ref="C", instant=True, fmt="table"),
+         target(tpcc_step_quantile(0.99, no, "$__range"), ref="D", instant=True, fmt="table"),
+         target(tpcc_step_errors(sel, "$__range"), ref="E", instant=True, fmt="table")],
+        w=24, h=6, no_value=TPCC_ONLY,
+        overrides=[unit_override("Threads", "none", 0), unit_override("tpmC", "none", 1),
+                   unit_override("tpmTotal", "none", 1), unit_override("New-Order p95 (ms)", "ms", 2),
+                   unit_override("New-Order p99 (ms)", "ms", 2), unit_override("errors", "short", 0)],
+        transformations=[
+            {"id": "merge", "options": {}},
+            {"id": "convertFieldType", "options": {"conversions": [
+                {"targetField": "threads", "destinationType": "number"}], "fields": {}}},
+            {"id": "organize", "options": {
+                "excludeByName": {"Time": True},
+                "indexByName": {"threads": 0, "Value #A": 1, "Value #B": 2, "Value #C": 3, "Value #D": 4, "Value #E": 5},
+                "renameByName": {"threads": "Threads", "Value #A": "tpmC", "Value #B": "tpmTotal",
+                                 "Value #C": "New-Order p95 (ms)", "Value #D": "New-Order p99 (ms)",
+                                 "Value #E": "errors"}}},
+            {"id": "sortBy", "options": {"fields": {}, "sort": [{"field": "Threads", "desc": False}]}}])
+
+
+def tpcc_txn_table():
+    """One row per thread step and transaction type: tpm, p95, p99, errors."""
+    by = "threads, txn"
+    return panel(
+        "table", "TPC-C per transaction type",
+        "Each thread step's five transaction types over the measured window: committed per minute, p95 and p99 latency (the transaction alone, as go-tpc measures it) and failed transactions.",
+        "none",
+        [target(tpcc_step_tpm(MEASURED, RUN_MARKER, "$__range", by), ref="A", instant=True, fmt="table"),
+         target(tpcc_step_quantile(0.95, MEASURED, "$__range", by), ref="B", instant=True, fmt="table"),
+         target(tpcc_step_quantile(0.99, MEASURED, "$__range", by), ref="C", instant=True, fmt="table"),
+         target(tpcc_step_errors(MEASURED, "$__range", by), ref="D", instant=True, fmt="table")],
+        w=24, h=9, no_value=TPCC_ONLY,
+        overrides=[unit_override("Threads", "none", 0), unit_override("tpm", "none", 1),
+                   unit_override("p95 (ms)", "ms", 2), unit_override("p99 (ms)", "ms", 2),
+                   unit_override("errors", "short", 0)],
+        transformations=[
+            {"id": "merge", "options": {}},
+            {"id": "convertFieldType", "options": {"conversions": [
+                {"targetField": "threads", "destinationType": "number"}], "fields": {}}},
+            {"id": "organize", "options": {
+                "excludeByName": {"Time": True},
+                "indexByName": {"threads": 0, "txn": 1, "Value #A": 2, "Value #B": 3, "Value #C": 4, "Value #D": 5},
+                "renameByName": {"threads": "Threads", "txn": "Transaction", "Value #A": "tpm",
+                                 "Value #B": "p95 (ms)", "Value #C": "p99 (ms)", "Value #D": "errors"}}},
+            {"id": "sortBy", "options": {"fields": {}, "sort": [{"field": "Threads", "desc": False}]}}])
+
+
+def tpcc_panels():
+    """k6/tpcc.js's runs: tpmC per step, per transaction type, latency and errors over time."""
+    tx = "k6_tpcc_transactions_total"
+    per_type = lambda q: f"histogram_quantile({q}, sum by (txn) (rate(k6_tpcc_latency_seconds{{{RUN}}}[{RI}])))"  # noqa: E731
+    return [
+        row("TPC-C (k6/tpcc.js runs; empty for OLTP runs)"),
+        tpcc_step_table(),
+        tpcc_txn_table(),
+        panel("timeseries", "tpmC and tpmTotal",
+              "New-Orders (tpmC) and all transactions (tpmTotal) committed per minute over time, warm-up included (the thread-step annotations mark the steps).",
+              "opm", targets((f"60 * {sum_rate(tx, f'{RUN}, {NEW_ORDER}')}", "tpmC"), (f"60 * {sum_rate(tx, RUN)}", "tpmTotal")),
+              w=12, no_value=TPCC_ONLY),
+        panel("timeseries", "tpmC by thread step",
+              "New-Orders committed per minute in each thread step's measured window (warm-up excluded).",
+              "opm", targets((f"60 * sum by (threads) (rate({tx}{{{MEASURED}, {NEW_ORDER}}}[{RI}]))", "{{threads}} threads")),
+              w=12, no_value=TPCC_ONLY),
+        panel("timeseries", "TPC-C p95 latency by transaction type",
+              "95th percentile latency of each transaction type (committed ones), from the native histogram k6_tpcc_latency_seconds.",
+              "s", targets((per_type("0.95"), "{{txn}}")), w=8, no_value=TPCC_ONLY),
+        panel("timeseries", "TPC-C p99 latency by transaction type",
+              "99th percentile latency of each transaction type (committed ones), from the native histogram k6_tpcc_latency_seconds.",
+              "s", targets((per_type("0.99"), "{{txn}}")), w=8, no_value=TPCC_ONLY),
+        panel("timeseries", "TPC-C errors by transaction type",
+              "Failed transactions per second by type (without ignore_error a failure stops its thread for the rest of the step, as in go-tpc).",
+              "cps", targets((zero_if_absent(f"sum by (txn) (rate(k6_tpcc_errors_total{{{RUN}}}[{RI}]))",
+                                             sum_rate(tx, RUN), "txn", "none"), "{{txn}}")),
+              w=8, custom={"drawStyle": "bars", "fillOpacity": 60}, no_value=TPCC_ONLY),
+    ]
+
+
 def resource_panels():
     """The database's and the load generator's CPU, memory, disk and network."""
     return [
@@ -208,21 +300,21 @@ def loadgen_panels():
 
 def benchmark_run():
     items = [*run_panels(), *step_table_panels(), *throughput_panels(), *latency_panels(), *error_panels(),
-             *resource_panels(), *loadgen_panels()]
+             *tpcc_panels(), *resource_panels(), *loadgen_panels()]
     variables = [
         testid_var(single=True),
-        query_var("workload", "Workload", 'label_values(k6_oltp_queries_total{testid="$testid"}, workload)',
-                  "The sysbench workload(s) of the run.", multi=True, include_all=True),
-        query_var("version", "Version", 'label_values(k6_oltp_queries_total{testid="$testid"}, version)',
+        query_var("workload", "Workload", f'label_values({{{RUN_SERIES}, testid="$testid"}}, workload)',
+                  "The workload(s) of the run: a sysbench workload, or tpcc.", multi=True, include_all=True),
+        query_var("version", "Version", f'label_values({{{RUN_SERIES}, testid="$testid"}}, version)',
                   "The version of the target under test, read from it when the run started.",
                   multi=True, include_all=True),
-        query_var("threads", "Threads", 'label_values(k6_oltp_queries_total{testid="$testid"}, threads)',
+        query_var("threads", "Threads", f'label_values({{{RUN_SERIES}, testid="$testid"}}, threads)',
                   "The thread steps of the run (thread count of each step).",
                   multi=True, include_all=True, sort=3),
         LOOKBACK,
     ]
     return dashboard("tbs-benchmark-run", "Benchmark run",
-                     "One k6 sysbench run: QPS, TPS, latency and errors over time and per thread step, with the run and its steps marked.",
+                     "One k6 run, sysbench or TPC-C: QPS, TPS (TPC-C: tpmC, tpmTotal), latency and errors over time and per thread step, with the run and its steps marked.",
                      ["benchmark", "k6"], variables, items)
 
 

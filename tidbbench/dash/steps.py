@@ -20,7 +20,9 @@ def measured_seconds(marker_sel, window):
 # (this file: tidbbench/dash/steps.py; contract/ is the checkout's, mounted beside grafana/ in compose)
 PROMQL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "contract", "promql.json")
 with open(PROMQL, encoding="utf-8") as _f:
-    STEP_QUERIES = json.load(_f)["step"]["queries"]
+    _PROMQL = json.load(_f)
+STEP_QUERIES = _PROMQL["step"]["queries"]
+TPCC_STEP_QUERIES = _PROMQL["tpcc_step"]["queries"]
 STEP_QUERY_OF = {"k6_oltp_queries_total": "queries", "k6_oltp_transactions_total": "transactions",
                  "k6_oltp_errors_total": "errors"}
 
@@ -83,3 +85,27 @@ def k6_step_cores(k6_sel, meas_sel, window):
     """CPU cores the load generator (all k6 instances of the run) used per step (docs/CONTRACT.md)."""
     m = f"k6_oltp_client_cpu_seconds_total{{{k6_sel}}}"
     return step_cores(f"sum({m})", f"max(timestamp({m}))", meas_sel, window)
+
+
+# ---- k6/tpcc.js (docs/tpcc.md): tpmC, tpmTotal and per transaction type, from contract/promql.json's
+# tpcc_step queries. `by` is "threads" (a row per step) or "threads, txn" (a row per step and type).
+def tpcc_step_query(name, sel, window, by="threads", q=""):
+    return (TPCC_STEP_QUERIES[name].replace("<BY>", f" by ({by}) ").replace("<SEL>", sel)
+            .replace("<RANGE>", window).replace("<Q>", str(q)))
+
+
+def tpcc_step_tpm(sel, marker_sel, window, by="threads"):
+    """Committed transactions per minute of each step's measured window (with txn="new_order" in
+    sel: tpmC), per `by`."""
+    return (f"60 * {tpcc_step_query('transactions', sel, window, by)} / on (threads) group_left () "
+            f"{measured_seconds(marker_sel, window)}")
+
+
+def tpcc_step_quantile(q, sel, window, by="threads", scale=1000):
+    return f"{tpcc_step_query('quantile', sel, window, by, q)} * {scale}"
+
+
+def tpcc_step_errors(sel, window, by="threads"):
+    """Failed transactions of each step (0 where none failed while transactions committed)."""
+    return (f"{tpcc_step_query('errors', sel, window, by)} or on ({by}) "
+            f"(0 * {tpcc_step_query('transactions', sel, window, by)})")

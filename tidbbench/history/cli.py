@@ -53,7 +53,8 @@ def common(ap):
 def detection(ap):
     d = hcp.DEFAULTS
     ap.add_argument("--metric", action="append", choices=list(hcp.METRICS),
-                    help=f"metric to analyse (repeat; default: {', '.join(hcp.DEFAULT_METRICS)})")
+                    help=f"metric to analyse (repeat; default: {', '.join(hcp.DEFAULT_METRICS)}; a TPC-C series: "
+                         f"{', '.join(hcp.TPCC_DEFAULT_METRICS)}; each series gets the ones it has)")
     ap.add_argument("--min-segment", type=int, default=d.min_segment,
                     help=f"runs a level must last on each side of a change point (default {d.min_segment})")
     ap.add_argument("--min-magnitude", type=float, default=d.min_magnitude,
@@ -169,11 +170,18 @@ def pick_series(conn, pattern, one=False):
     return hit
 
 
-def analyse(conn, series, metrics, params):
-    """(change points with evidence, notes); stores them in the index (change_points)."""
+def workload_of(conn, series):
+    r = conn.execute("SELECT workload FROM points WHERE series = ? LIMIT 1", (series,)).fetchone()
+    return r[0] if r else ""
+
+
+def analyse(conn, series, asked, params):
+    """(change points with evidence, notes); stores them in the index (change_points). `asked`:
+    the metrics of --metric (None: each series' defaults, hcp.series_metrics)."""
     man = Manifests()
     cps, notes, cells = [], [], []
     for s in series:
+        metrics = hcp.series_metrics(workload_of(conn, s), asked)
         pts = store.series_points(conn, s)
         need = 2 * params.min_segment
         if len(pts) < need:
@@ -249,7 +257,7 @@ def do_ingest(a, rebuild=False):
     print(f"{'rebuilt' if rebuild else 'ingested'} {index}: {res.added} new run(s), {res.replaced} replaced, "
           f"{res.unchanged} unchanged, {res.skipped} file(s) skipped")
     series = [s["series"] for s in store.series_list(conn)]
-    cps, cnotes = analyse(conn, series, a.metric or hcp.DEFAULT_METRICS, params)
+    cps, cnotes = analyse(conn, series, a.metric, params)
     print(f"{len(series)} series, {len(cps)} change point(s) "
           f"({sum(c.direction == 'regression' for c in cps)} regression(s)): scripts/history changes")
     return 0
@@ -277,13 +285,13 @@ def cp_json(c):
     return d
 
 
-def series_noise(conn, series, metrics, params, cps):
+def series_noise(conn, series, asked, params, cps):
     """[hnoise.SeriesNoise] of every series and metric: the spread of its current level (the runs
     since its last change point among cps) and its minimum detectable change at these settings."""
     out = []
     for s in series:
         pts = store.series_points(conn, s)
-        for metric in metrics:
+        for metric in hcp.series_metrics(workload_of(conn, s), asked):
             have = hcp.metric_points(pts, metric)
             if have:
                 at = [c.index for c in cps if c.series == s and c.metric == metric]
@@ -345,9 +353,8 @@ def do_changes(a):
     since = since_iso(a.since)
     conn = store.connect(index_path(a))
     series = pick_series(conn, a.series)
-    metrics = a.metric or hcp.DEFAULT_METRICS
-    cps, notes = analyse(conn, series, metrics, params)
-    noises = series_noise(conn, series, metrics, params, cps)
+    cps, notes = analyse(conn, series, a.metric, params)
+    noises = series_noise(conn, series, a.metric, params, cps)
     shown = [c for c in cps if not since or c.at >= since]
     failed, noisy = check(a, cps, noises, since) if a.check else ([], [])
     if a.json:
@@ -380,23 +387,7 @@ def do_series(a):
     return 0
 
 
-def do_runs(a):
-    params = params_of(a)
-    conn = store.connect(index_path(a))
-    (s,) = pick_series(conn, a.series, one=True)
-    pts = store.series_points(conn, s)
-    cps, notes = analyse(conn, [s], a.metric or hcp.DEFAULT_METRICS, params)
-    marks = {}
-    for c in cps:
-        marks.setdefault(c.run_key_after, []).append(f"<- {c.metric} {c.direction} {c.change_text(1)}")
-    noises = series_noise(conn, [s], a.metric or hcp.DEFAULT_METRICS, params, cps)
-    if a.json:
-        print(json.dumps({"series": s, "runs": pts, "change_points": [cp_json(c) for c in cps],
-                          "noise": [asdict(n) for n in noises], "notes": notes}, indent=2))
-        return 0
-    for n in notes:
-        print(f"note: {n}", file=sys.stderr)
-    print(s)
+def print_oltp_runs(pts, marks):
     print(f"{'started (UTC)':20} {'testid':36} {'QPS':>10} {'TPS':>10} {'p95 ms':>8} {'p99 ms':>8} {'err/s':>6} "
           f"{'k6 µs/q':>8} {'db µs/q':>8}")
     for p in pts:
@@ -404,6 +395,39 @@ def do_runs(a):
         print(f"{p['started_at']:20} {p['testid'][:36]:36} {fmt(p['qps']):>10} {fmt(p['tps']):>10} "
               f"{fmt(p['p95_ms'], 3):>8} {fmt(p['p99_ms'], 3):>8} {fmt(p['errors_per_s']):>6} {us[0]:>8} {us[1]:>8} "
               + " ".join(marks.get(p["run_key"], [])))
+
+
+def print_tpcc_runs(pts, marks):
+    """A TPC-C series' runs: tpmC, tpmTotal, and New-Order's and Payment's latency (--json: every type's)."""
+    print(f"{'started (UTC)':20} {'testid':36} {'tpmC':>10} {'tpmTotal':>10} {'NO p95':>8} {'NO p99':>8} "
+          f"{'Pay p95':>8} {'Pay p99':>8} {'err/s':>6}")
+    for p in pts:
+        print(f"{p['started_at']:20} {p['testid'][:36]:36} {fmt(p['tpmc'], 1):>10} {fmt(p['tpm_total'], 1):>10} "
+              f"{fmt(p['new_order_p95_ms'], 2):>8} {fmt(p['new_order_p99_ms'], 2):>8} {fmt(p['payment_p95_ms'], 2):>8} "
+              f"{fmt(p['payment_p99_ms'], 2):>8} {fmt(p['errors_per_s']):>6} " + " ".join(marks.get(p["run_key"], [])))
+
+
+def do_runs(a):
+    params = params_of(a)
+    conn = store.connect(index_path(a))
+    (s,) = pick_series(conn, a.series, one=True)
+    pts = store.series_points(conn, s)
+    cps, notes = analyse(conn, [s], a.metric, params)
+    marks = {}
+    for c in cps:
+        marks.setdefault(c.run_key_after, []).append(f"<- {c.metric} {c.direction} {c.change_text(1)}")
+    noises = series_noise(conn, [s], a.metric, params, cps)
+    if a.json:
+        print(json.dumps({"series": s, "runs": pts, "change_points": [cp_json(c) for c in cps],
+                          "noise": [asdict(n) for n in noises], "notes": notes}, indent=2))
+        return 0
+    for n in notes:
+        print(f"note: {n}", file=sys.stderr)
+    print(s)
+    if workload_of(conn, s) == hcp.TPCC_WORKLOAD:
+        print_tpcc_runs(pts, marks)
+    else:
+        print_oltp_runs(pts, marks)
     print()
     for n in noises:
         print(f"noise {hnoise.noise_text(n, params)}")

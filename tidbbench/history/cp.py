@@ -49,11 +49,29 @@ from scipy import stats as sps
 from tidbbench import ReportError
 # the settings (cp.Params, cp.DEFAULTS), defined where the History dashboard's generator reads them too
 from tidbbench.history.noise import DEFAULTS, Params  # noqa: F401
+from tidbbench.history.schema import TPCC_TXNS
 
 # metric -> True when higher is better
-METRICS = {"qps": True, "tps": True, "p95_ms": False, "p99_ms": False, "errors_per_s": False,
-           "client_cpu_per_query": False, "server_cpu_per_query": False}
+OLTP_METRICS = {"qps": True, "tps": True, "p95_ms": False, "p99_ms": False, "errors_per_s": False,
+                "client_cpu_per_query": False, "server_cpu_per_query": False}
+# a TPC-C series' (k6/tpcc.js): tpmC its main figure, tpmTotal, each transaction type's p95/p99; TPS
+# and errors as OLTP's; no QPS or per-query figures
+TPCC_METRICS = {"tpmc": True, "tpm_total": True, "tps": True, "errors_per_s": False,
+                **{f"{t}_{q}_ms": False for t in TPCC_TXNS for q in ("p95", "p99")}}
+METRICS = {**OLTP_METRICS, **TPCC_METRICS}
 DEFAULT_METRICS = ("qps", "p95_ms")
+TPCC_DEFAULT_METRICS = ("tpmc", "new_order_p95_ms")
+TPCC_WORKLOAD = "tpcc"  # the workload of k6/tpcc.js's manifests (k6/lib/tpccsummary.js)
+
+
+def series_metrics(workload, asked=None):
+    """The metrics analysed for a series of `workload`: the ones asked for (--metric) that such a
+    series has, or its defaults (OLTP: QPS and p95; TPC-C: tpmC and New-Order's p95)."""
+    tpcc = workload == TPCC_WORKLOAD
+    if not asked:
+        return TPCC_DEFAULT_METRICS if tpcc else DEFAULT_METRICS
+    have = TPCC_METRICS if tpcc else OLTP_METRICS
+    return tuple(m for m in asked if m in have)
 PLACE_LR = 3.84  # a change point's places the data cannot tell apart: a likelihood ratio (chi2, 1 df, 95%) below
 MAX_ROUNDS = 20  # rounds of merge, minimum segment and placement (each only removes or moves points)
 

@@ -11,6 +11,12 @@ points and the change points to their runs, and the indexes the History dashboar
 Standard library only.
 """
 
+# k6/tpcc.js's transaction types (go-tpc's names, its manifest's tpcc.txns), each with its p95 and
+# p99 as a column of points (docs/history.md: a TPC-C series' figures)
+TPCC_TXNS = ("new_order", "payment", "order_status", "delivery", "stock_level")
+TPCC_COLUMNS = [("tpmc", "REAL", "DOUBLE PRECISION"), ("tpm_total", "REAL", "DOUBLE PRECISION")] + [
+    (f"{t}_{q}_ms", "REAL", "DOUBLE PRECISION") for t in TPCC_TXNS for q in ("p95", "p99")]
+
 # (name, SQLite type, PostgreSQL type) per column; the primary key of each table; foreign keys
 # (PostgreSQL only: the store refuses points or change points of a run it does not hold).
 TABLES = {
@@ -48,6 +54,8 @@ TABLES = {
             ("errors_per_s", "REAL", "DOUBLE PRECISION"),
             ("client_cpu_per_query", "REAL", "DOUBLE PRECISION"),
             ("server_cpu_per_query", "REAL", "DOUBLE PRECISION"),
+            # TPC-C runs (k6/tpcc.js): tpmC, tpmTotal, each transaction type's p95 and p99 (NULL for OLTP)
+            *TPCC_COLUMNS,
         ],
         "primary_key": ["run_key", "series"],
         "foreign_keys": [(["run_key"], "runs", ["run_key"])],
@@ -89,6 +97,12 @@ def pg_type(table, column):
     return next(c[2] for c in TABLES[table]["columns"] if c[0] == column)
 
 
+def grown_columns(table, have):
+    """(name, SQLite type, PostgreSQL type) of table's columns that a table of columns `have`
+    (made before they were added: the tables only ever grow at the end) lacks, in order."""
+    return [c for c in TABLES[table]["columns"] if c[0] not in have]
+
+
 def sqlite_ddl():
     """CREATE TABLE IF NOT EXISTS statements for SQLite, with the agreed names and types."""
     out = []
@@ -112,6 +126,10 @@ def pg_ddl():
         for check in t.get("checks", []):
             cols.append(f"CHECK ({check})")
         out.append(f"CREATE TABLE IF NOT EXISTS {name} (\n  " + ",\n  ".join(cols) + "\n);")
+        # a store made before a column was added gets it (IF NOT EXISTS: nothing for a new one)
+        for c, _, pt in t["columns"]:
+            if c not in t["primary_key"]:
+                out.append(f"ALTER TABLE {name} ADD COLUMN IF NOT EXISTS {c} {pt};")
         for idx in t["indexes"]:
             out.append(f"CREATE INDEX IF NOT EXISTS {name}_{'_'.join(idx)}_idx ON {name} ({', '.join(idx)});")
     return "\n".join(out) + "\n"

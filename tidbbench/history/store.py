@@ -21,6 +21,7 @@ import sqlite3
 from pathlib import Path
 
 from tidbbench import ReportError, commands
+from tidbbench.history import schema
 from tidbbench.report.differs import VOLATILE  # variables that change by themselves: not in the fingerprint
 
 SCHEMA = """
@@ -42,8 +43,7 @@ CREATE INDEX IF NOT EXISTS points_series ON points(series);
 """
 RUN_COLS = ["run_key", "testid", "started_at", "target", "product", "version", "git_hash", "fingerprint", "host",
             "source_file", "source_sha256", "ingested_at"]
-POINT_COLS = ["run_key", "series", "workload", "threads", "options_hash", "target", "qps", "tps", "p95_ms", "p99_ms",
-              "errors_per_s", "client_cpu_per_query", "server_cpu_per_query"]
+POINT_COLS = schema.columns("points")  # SCHEMA's, then the TPC-C figures (added by grow())
 CP_COLS = ["series", "metric", "run_key_before", "run_key_after", "at", "mean_before", "mean_after", "magnitude_pct",
            "ci_low_pct", "ci_high_pct", "pvalue", "direction", "evidence"]
 
@@ -78,10 +78,21 @@ def connect(path, create=False):
     try:
         conn = sqlite3.connect(str(p), timeout=30)
         conn.executescript(SCHEMA)
+        grow(conn)
     except sqlite3.DatabaseError as e:
         raise ReportError(f"{p} is not a history index ({e}): move it away and run `scripts/history rebuild`", code=2)
     conn.row_factory = sqlite3.Row
     return conn
+
+
+def grow(conn):
+    """Adds the columns schema.py has and the index lacks (an index made before TPC-C's figures
+    existed, or SCHEMA's tables), at the end, in schema.py's order: the tables only ever grow."""
+    with conn:
+        for t in schema.ORDER:
+            have = [r[1] for r in conn.execute(f"PRAGMA table_info({t})")]
+            for c, st, _ in schema.grown_columns(t, have):
+                conn.execute(f"ALTER TABLE {t} ADD COLUMN {c} {st}")
 
 
 def meta_get(conn, key, default=None):
@@ -199,8 +210,28 @@ def _num(x):
     return float(x) if isinstance(x, (int, float)) else None
 
 
+def tpcc_step_point(step):
+    """A TPC-C step's figures (k6/lib/tpccsummary.js): tpmC, tpmTotal, TPS (committed transactions
+    per second), errors per second and each transaction type's p95 and p99 (our histogram, as every
+    OLTP step's latency); no QPS, no per-query figures."""
+    el = _num(step.get("elapsed_s")) or _num(step.get("seconds"))
+    tx, errors = _num(step.get("transactions")), _num(step.get("errors"))
+    out = {"qps": None, "tps": tx / el if tx is not None and el else None, "p95_ms": None, "p99_ms": None,
+           "errors_per_s": errors / el if errors is not None and el else None,
+           "client_cpu_per_query": None, "server_cpu_per_query": None,
+           "tpmc": _num(step.get("tpmC")), "tpm_total": _num(step.get("tpmTotal"))}
+    txns = step.get("txns") or {}
+    for t in schema.TPCC_TXNS:
+        lat = (txns.get(t) or {}).get("latency_ms") or {}
+        for q in ("p95", "p99"):
+            out[f"{t}_{q}_ms"] = _num(lat.get(q))
+    return out
+
+
 def step_point(m, step):
     """The figures of one thread step, from the manifest (k6's own summary of the step)."""
+    if m.get("workload") == "tpcc":
+        return tpcc_step_point(step)
     el = _num(step.get("elapsed_s")) or _num(step.get("seconds"))
     lat = step.get("latency_ms") or {}
     qps = _num(step.get("qps"))
@@ -212,7 +243,7 @@ def step_point(m, step):
         "errors_per_s": errors / el if errors is not None and el else None,
         "client_cpu_per_query": cpu / q_total if cpu is not None and q_total else None,
         "server_cpu_per_query": None,
-    }
+    } | {c: None for c, _, _ in schema.TPCC_COLUMNS}
 
 
 def run_rows(path, m, sha, entry=None, sweep=None, ignore=()):
