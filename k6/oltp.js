@@ -63,6 +63,13 @@ function workloadSpec(name) {
 function bad(name, value, valid) {
   return new OptionError(`invalid option ${name}=${value === "" ? "(empty)" : value}: ${valid}`);
 }
+function addressOption(name, raw, s, list) {
+  const parts = s === "" ? [] : list ? s.split(",").map((p) => p.trim()) : [s];
+  if (parts.some((p) => !isHostPort(p))) {
+    throw bad(name, s.includes("@") ? "(a value with user@, not shown)" : raw, list ? "must be host:port, or a comma list of them (e.g. tikv:20180,tikv2:20180), or empty" : "must be host:port (e.g. 127.0.0.1:10080; [::1]:10080), or empty");
+  }
+  return parts.join(",");
+}
 function parseOne(name, type, raw) {
   const s = String(raw).trim();
   const int = () => /^-?\d+$/.test(s) ? Number(s) : NaN;
@@ -145,10 +152,9 @@ function parseOne(name, type, raw) {
       if (s !== "" && !TESTID.test(s)) throw bad(name, raw, `letters, digits, . _ - (at most ${CONTRACT.testid.max_length}, starting with a letter or digit)`);
       return s;
     case "hostport":
-      if (s !== "" && !/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):\d{1,5}$/.test(s)) {
-        throw bad(name, s.includes("@") ? "(a value with user@, not shown)" : raw, "must be host:port (e.g. 127.0.0.1:10080; [::1]:10080), or empty");
-      }
-      return s;
+    // no scheme, path or user: an address only (it is printed and kept in the manifest)
+    case "hostports":
+      return addressOption(name, raw, s, type === "hostports");
     case "ssl":
     case "choice":
       if (!CONTRACT.options[name][2].includes(s)) throw bad(name, raw, `valid: ${CONTRACT.options[name][2].join(", ")}`);
@@ -244,7 +250,7 @@ function dsn(o2) {
 function where(o2) {
   return `${o2.mysql_host}:${o2.mysql_port} as user '${o2.mysql_user}' (database '${o2.mysql_db}')`;
 }
-var WHOLE, CONTRACT_FILE, SLIM_NOTE, WORKLOAD_NOTE, PARTS, whole, CONTRACT, workloadSpecs, HELP, testidRe, TESTID, NOT_OPTIONS, OptionError;
+var WHOLE, CONTRACT_FILE, SLIM_NOTE, WORKLOAD_NOTE, PARTS, whole, CONTRACT, workloadSpecs, HELP, testidRe, TESTID, NOT_OPTIONS, isHostPort, OptionError;
 var init_config = __esm({
   "k6/lib/config.js"() {
     init_rand();
@@ -276,6 +282,7 @@ var init_config = __esm({
     testidRe = null;
     TESTID = { test: (s) => (testidRe || (testidRe = new RegExp(CONTRACT.testid.pattern))).test(s) };
     NOT_OPTIONS = /* @__PURE__ */ new Set(["http_proxy", "https_proxy", "no_proxy", "all_proxy", "ftp_proxy", "help"]);
+    isHostPort = (s) => /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):\d{1,5}$/.test(s);
     OptionError = class extends Error {
     };
   }
@@ -1292,7 +1299,7 @@ import exec5 from "k6/execution";
 import { sleep as sleep5 } from "k6";
 import tbs11 from "k6/x/tbs";
 function profileScenario(o2, totalSeconds) {
-  if (!o2.profile) return {};
+  if (!o2.profile && !o2.profile_client) return {};
   const n = Math.max(1, Math.floor(Number(__ENV.TBS_INSTANCES) || 1));
   return {
     profiles: {
@@ -1316,19 +1323,41 @@ function notProfiled(product) {
   const name = product === "mariadb" ? "MariaDB" : "MySQL";
   return `the target is ${name}: it serves no CPU profile (only TiDB's status port does)`;
 }
-function profileFile(testid2, threads) {
-  return `${testid2}.profiles/step-${threads}.pb.gz`;
+function profileFile(testid2, threads, name) {
+  return `${testid2}.profiles/step-${threads}${name ? `.${name}` : ""}.pb.gz`;
+}
+function addresses(list) {
+  return String(list || "").split(",").map((a) => a.trim()).filter(Boolean);
+}
+function profileTargets(o2, product) {
+  const take = [];
+  const skip = [];
+  const why = notProfiled(product);
+  const more = [
+    ...addresses(o2.tikv_status_addr).map((addr, i) => ({ name: `tikv-${i + 1}`, component: "tikv", addr })),
+    ...addresses(o2.pd_addr).map((addr, i) => ({ name: `pd-${i + 1}`, component: "pd", addr }))
+  ];
+  if (o2.profile && !why) take.push({ name: "", component: "tidb", addr: statusAddress(o2) }, ...more);
+  if (o2.profile && why) {
+    skip.push({ name: "", why });
+    for (const m of more) skip.push({ name: m.name, why: `${why.split(":")[0]}: TiKV's and PD's profiles go with a TiDB target` });
+  }
+  if (o2.profile_client) take.push({ name: "client", component: "client", addr: "" });
+  return { take, skip };
+}
+function noteName(testid2, threads, name) {
+  return `${PREFIX3}${testid2}/t${threads}${name ? `/${name}` : ""}`;
 }
 function capture2(o2, data, windows2) {
   if (data.lane !== 0) return;
-  const save = (w2, v) => tbs11.note(`${PREFIX3}${data.testid}/t${w2.threads}`, JSON.stringify(v));
-  const why = notProfiled(data.product);
-  if (why) {
-    for (const w2 of windows2) save(w2, { available: false, why });
-    return;
-  }
+  const { take, skip } = profileTargets(o2, data.product);
+  const save = (w2, name, v) => tbs11.note(noteName(data.testid, w2.threads, name), JSON.stringify(v));
+  const saveAll = (w2, v) => {
+    for (const x of take) save(w2, x.name, v);
+  };
+  for (const w2 of windows2) for (const x of skip) save(w2, x.name, { available: false, why: x.why });
+  if (!take.length) return;
   const base = exec5.scenario.startTime;
-  const addr = statusAddress(o2);
   const t = CONTRACT.timing;
   const until = (at) => {
     const wait = at - Date.now();
@@ -1344,37 +1373,49 @@ function capture2(o2, data, windows2) {
       start = Math.min(go, base + w2.start) + o2.warmup_time * 1e3;
     }
     if (Date.now() > start + 1e3) {
-      save(w2, { available: false, why: `the profile could not start at the step's measured window (${((Date.now() - start) / 1e3).toFixed(1)} s late)` });
+      saveAll(w2, { available: false, why: `the profile could not start at the step's measured window (${((Date.now() - start) / 1e3).toFixed(1)} s late)` });
       continue;
     }
     until(start);
-    const at = Date.now();
-    const file = profileFile(data.testid, w2.threads);
+    const files = take.map((x) => profileFile(data.testid, w2.threads, x.name));
     const slack = Math.max(1, Math.min(t.profile_slack_s, o2.grace_time));
-    const r = tbs11.profile(addr, o2.time, t.profile_part_s, slack, `${o2.results_dir}/${file}`);
-    if (!r.ok) {
-      save(w2, { available: false, why: r.why });
-      continue;
-    }
-    save(w2, {
-      available: true,
-      file,
-      format: "pprof (gzipped protobuf)",
-      source: "TiDB status port /debug/pprof/profile",
-      window: [at, Date.now()],
-      seconds: r.seconds,
-      parts: r.parts,
-      samples: r.samples,
-      cpu_s: r.cpuSeconds,
-      bytes: r.bytes
+    const rs = tbs11.profiles(
+      take.map((x, i) => ({ component: x.component, addr: x.addr, file: `${o2.results_dir}/${files[i]}` })),
+      o2.time,
+      t.profile_part_s,
+      slack
+    );
+    take.forEach((x, i) => {
+      const r = rs[i];
+      save(w2, x.name, !r.ok ? { available: false, why: r.why } : {
+        available: true,
+        file: files[i],
+        format: "pprof (gzipped protobuf)",
+        source: r.source,
+        window: [r.start, r.end],
+        seconds: r.seconds,
+        parts: r.parts,
+        samples: r.samples,
+        cpu_s: r.cpuSeconds,
+        bytes: r.bytes
+      });
     });
   }
 }
 function stepProfile(notes, testid2, threads, queries) {
-  const text2 = notes[`${PREFIX3}${testid2}/t${threads}`];
+  const text2 = notes[noteName(testid2, threads, "")];
   if (text2 === void 0) return void 0;
   const p = JSON.parse(text2);
   return p.available ? { ...p, queries } : p;
+}
+function stepComponentProfiles(notes, testid2, threads, queries) {
+  const head = noteName(testid2, threads, "") + "/";
+  const out = {};
+  for (const k of Object.keys(notes).filter((n) => n.startsWith(head)).sort()) {
+    const p = JSON.parse(notes[k]);
+    out[k.slice(head.length)] = p.available ? { ...p, queries } : p;
+  }
+  return Object.keys(out).length ? out : void 0;
 }
 var PREFIX3, TIDB_STATUS_PORT;
 var init_profiles = __esm({
@@ -1494,6 +1535,8 @@ function stepFigures(data, o2, tbs13, endedAt) {
     if (dist) s.disturbance = dist;
     const pr = stepProfile(notes, sd.testid, win.threads, s.queries.total);
     if (pr) s.profile = pr;
+    const cp = stepComponentProfiles(notes, sd.testid, win.threads, s.queries.total);
+    if (cp) s.component_profiles = cp;
     s.qps = elapsed > 0 ? s.queries.total / elapsed : 0;
     s.tps = elapsed > 0 ? s.transactions / elapsed : 0;
     const cpu0 = marks[`${name}/cpu_start`];

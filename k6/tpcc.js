@@ -50,6 +50,13 @@ function workloadSpec(name) {
 function bad(name, value, valid) {
   return new OptionError(`invalid option ${name}=${value === "" ? "(empty)" : value}: ${valid}`);
 }
+function addressOption(name, raw, s, list) {
+  const parts = s === "" ? [] : list ? s.split(",").map((p) => p.trim()) : [s];
+  if (parts.some((p) => !isHostPort(p))) {
+    throw bad(name, s.includes("@") ? "(a value with user@, not shown)" : raw, list ? "must be host:port, or a comma list of them (e.g. tikv:20180,tikv2:20180), or empty" : "must be host:port (e.g. 127.0.0.1:10080; [::1]:10080), or empty");
+  }
+  return parts.join(",");
+}
 function parseOne(name, type, raw) {
   const s = String(raw).trim();
   const int = () => /^-?\d+$/.test(s) ? Number(s) : NaN;
@@ -132,10 +139,9 @@ function parseOne(name, type, raw) {
       if (s !== "" && !TESTID.test(s)) throw bad(name, raw, `letters, digits, . _ - (at most ${CONTRACT.testid.max_length}, starting with a letter or digit)`);
       return s;
     case "hostport":
-      if (s !== "" && !/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):\d{1,5}$/.test(s)) {
-        throw bad(name, s.includes("@") ? "(a value with user@, not shown)" : raw, "must be host:port (e.g. 127.0.0.1:10080; [::1]:10080), or empty");
-      }
-      return s;
+    // no scheme, path or user: an address only (it is printed and kept in the manifest)
+    case "hostports":
+      return addressOption(name, raw, s, type === "hostports");
     case "ssl":
     case "choice":
       if (!CONTRACT.options[name][2].includes(s)) throw bad(name, raw, `valid: ${CONTRACT.options[name][2].join(", ")}`);
@@ -228,7 +234,7 @@ function dsn(o2) {
 function where(o2) {
   return `${o2.mysql_host}:${o2.mysql_port} as user '${o2.mysql_user}' (database '${o2.mysql_db}')`;
 }
-var WHOLE, CONTRACT_FILE, SLIM_NOTE, WORKLOAD_NOTE, PARTS, whole, CONTRACT, workloadSpecs, HELP, testidRe, TESTID, NOT_OPTIONS, OptionError;
+var WHOLE, CONTRACT_FILE, SLIM_NOTE, WORKLOAD_NOTE, PARTS, whole, CONTRACT, workloadSpecs, HELP, testidRe, TESTID, NOT_OPTIONS, isHostPort, OptionError;
 var init_config = __esm({
   "k6/lib/config.js"() {
     init_rand();
@@ -260,6 +266,7 @@ var init_config = __esm({
     testidRe = null;
     TESTID = { test: (s) => (testidRe || (testidRe = new RegExp(CONTRACT.testid.pattern))).test(s) };
     NOT_OPTIONS = /* @__PURE__ */ new Set(["http_proxy", "https_proxy", "no_proxy", "all_proxy", "ftp_proxy", "help"]);
+    isHostPort = (s) => /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):\d{1,5}$/.test(s);
     OptionError = class extends Error {
     };
   }

@@ -48,6 +48,11 @@ def test_k6_service_runs_on_demand_against_the_compose_services():
     assert_reaches(m, env["K6_PROMETHEUS_RW_SERVER_URL"], "remote write")
     assert_reaches(m, f"{env['mysql_host']}:{env['mysql_port']}", "mysql_host/mysql_port")
     assert (env["mysql_host"], env["mysql_port"]) == ("tidb", "4000")
+    # the step profiles' TiKV and PD (k6/lib/profiles.js): services of the model on those ports
+    assert_reaches(m, env["tikv_status_addr"], "tikv_status_addr")
+    assert_reaches(m, env["pd_addr"], "pd_addr")
+    for addr in ("tikv2:20180", "tikv3:20180", "pd2:2379", "pd3:2379"):  # the cluster profile's, as k6.yaml says
+        assert_reaches(model("cluster"), addr, "the cluster profile's members (compose/k6.yaml)")
     options = k6_option_names()
     assert {"mysql_host", "mysql_port", "mysql_user", "mysql_password_file", "mysql_db"} <= options
     for k in env:

@@ -103,7 +103,9 @@ def kubernetes_validate(docs, tmp_path, name="k8s.yaml"):
 VARIANTS = [
     ["--parallelism", "1", "--testid", "one", "--", "-e", "threads=8"],
     ["--parallelism", "4", "--testid", "20261123-214500-ab12", "--separate", "--mysql-host",
-     "basic-tidb.tidb-cluster.svc", "--cpu", "3500m", "--memory", "3Gi", "--",
+     "basic-tidb.tidb-cluster.svc", "--cpu", "3500m", "--memory", "3Gi",
+     "--tikv-status-addr", "basic-tikv-0.basic-tikv-peer:20180,basic-tikv-1.basic-tikv-peer:20180",
+     "--pd-addr", "basic-pd-0.basic-pd-peer:2379", "--",
      "-e", "workload=oltp_read_write", "-e", "threads=150,300", "-e", "time=300", "-e", "warmup_time=60",
      "-e", "preset=tidb"],
 ]
@@ -128,6 +130,9 @@ def test_rendered_testrun_passes_the_crd_schema(args, testrun_schema, tmp_path):
     assert env["mysql_password"]["valueFrom"]["secretKeyRef"] == {"name": "tbs-mysql", "key": "mysql_password"}
     assert env["K6_PROMETHEUS_RW_TREND_AS_NATIVE_HISTOGRAM"]["value"] == "true"
     assert spec["runner"]["metadata"]["labels"]["tidb-bench-stack/testid"] == testid
+    # the step profiles' addresses reach the runners as options, only where given
+    given = {o.lstrip("-").replace("-", "_"): v for o, v in zip(args, args[1:]) if o in ("--tikv-status-addr", "--pd-addr")}
+    assert {k: env[k]["value"] for k in ("tidb_status_addr", "tikv_status_addr", "pd_addr") if k in env} == given
     # what the image runs: k6/Dockerfile's workdir has oltp.js; results/ is the mounted volume
     assert "WORKDIR /scripts" in (ROOT / "k6/Dockerfile").read_text() and (ROOT / "k6/oltp.js").is_file()
 
@@ -304,6 +309,11 @@ def test_render_refuses_bad_input():
          "never an argument"),
         (["--image", IMAGE, "--parallelism", "2", "--", "-e", "threads=4", "--vus", "3"], "-e name=value"),
         (["--image", IMAGE, "--parallelism", "2", "--testid", "bad_", "--", "-e", "threads=4"], "--testid bad_"),
+        (["--image", IMAGE, "--parallelism", "2", "--tikv-status-addr", "tikv-0:20180,tikv-1", "--", "-e", "threads=4"],
+         "--tikv-status-addr tikv-0:20180,tikv-1: host:port, or a comma list"),
+        (["--image", IMAGE, "--parallelism", "2", "--pd-addr", "http://u:pw@pd:2379", "--", "-e", "threads=4"],
+         "--pd-addr (a value with user@, not shown)"),
+        (["--image", IMAGE, "--parallelism", "2", "--", "-e", "pd_addr=pd:2379", "-e", "threads=4"], "set by --pd-addr"),
     ]
     for args, msg in cases:
         p = render(*args)

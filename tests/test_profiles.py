@@ -42,16 +42,20 @@ def _f(num, payload):
     return _v(num << 3 | 2) + _v(len(payload)) + payload
 
 
-def make_profile(stacks, seconds=10, period=10_000_000):
-    """Gzipped pprof bytes of a CPU profile: stacks is [(names leaf first, samples)]."""
+def make_profile(stacks, seconds=10, period=10_000_000, counts_only=False):
+    """Gzipped pprof bytes of a CPU profile: stacks is [(names leaf first, samples)]. counts_only:
+    as an older pprof-rs (TiKV) writes, one value, cpu/count (its period then given by our k6)."""
     strings = ["", "samples", "count", "cpu", "nanoseconds"]
     sid = lambda s: strings.index(s) if s in strings else (strings.append(s) or len(strings) - 1)  # noqa: E731
     funcs, body = {}, bytearray()
-    body += _f(1, _f(1, sid("samples")) + _f(2, sid("count")))
-    body += _f(1, _f(1, sid("cpu")) + _f(2, sid("nanoseconds")))
+    if counts_only:
+        body += _f(1, _f(1, sid("cpu")) + _f(2, sid("count")))
+    else:
+        body += _f(1, _f(1, sid("samples")) + _f(2, sid("count")))
+        body += _f(1, _f(1, sid("cpu")) + _f(2, sid("nanoseconds")))
     for names, n in stacks:
         ids = [funcs.setdefault(nm, len(funcs) + 1) for nm in names]
-        body += _f(2, _f(1, b"".join(_v(i) for i in ids)) + _f(2, _v(n) + _v(n * period)))
+        body += _f(2, _f(1, b"".join(_v(i) for i in ids)) + _f(2, _v(n) + (b"" if counts_only else _v(n * period))))
     for nm, i in funcs.items():
         body += _f(4, _f(1, i) + _f(4, _f(1, i)))  # location i: one line of function i
         body += _f(5, _f(1, i) + _f(2, sid(nm)))
@@ -191,7 +195,10 @@ def test_differential_flame_graph_colours_what_grew_and_shrank():
     assert "pkg/a.f: 50.00 -> 80.00 µs/query (+60.0%)" in titles
 
 
-def write_run(folder, testid, stacks, queries=1000, threads=8, workload="oltp_point_select", profile=True):
+def write_run(folder, testid, stacks, queries=1000, threads=8, workload="oltp_point_select", profile=True,
+              components=None, load_generator=None):
+    """A run's manifest and profile files; components: {name: stacks, or why there is none}, as
+    the manifest's component_profiles (k6 records cpu_s and seconds: 10 s, a sample 10 ms)."""
     folder.mkdir(parents=True, exist_ok=True)
     step = {"threads": threads, "queries": {"total": queries}}
     if profile is True:
@@ -201,7 +208,16 @@ def write_run(folder, testid, stacks, queries=1000, threads=8, workload="oltp_po
         step["profile"] = {"available": True, "file": rel, "queries": queries}
     elif profile:
         step["profile"] = {"available": False, "why": profile}
-    m = {"testid": testid, "workload": workload, "steps": [step]}
+    for name, c in (components or {}).items():
+        if isinstance(c, str):
+            step.setdefault("component_profiles", {})[name] = {"available": False, "why": c}
+            continue
+        rel = f"{testid}.profiles/step-{threads}.{name}.pb.gz"
+        (folder / rel).parent.mkdir(exist_ok=True)
+        (folder / rel).write_bytes(make_profile(c))
+        step.setdefault("component_profiles", {})[name] = {
+            "available": True, "file": rel, "queries": queries, "seconds": 10, "cpu_s": sum(n for _, n in c) / 100}
+    m = {"testid": testid, "workload": workload, "steps": [step], "load_generator": load_generator or {}}
     path = folder / f"{testid}.json"
     path.write_text(json.dumps(m))
     return Run(testid, m, path)
@@ -223,6 +239,52 @@ def test_one_run_section_ranks_functions_and_draws_a_flame_graph(tmp_path):
     svg = tmp_path / "out/profiles/oltp_point_select-t8.svg"
     assert svg.is_file() and "profiles/oltp_point_select-t8.svg" in text
     ET.fromstring(svg.read_text())
+
+
+def test_each_components_profile_follows_tidbs_and_k6s_says_whether_it_set_the_pace(tmp_path):
+    """TiDB's tables first, then TiKV 1, TiKV 2 (by number, not text), PD 1 (no profile: why, one
+    line) and k6 last: its CPU per query beside TiDB's, and its CPU against its usable cores."""
+    tidb = [(["github.com/pingcap/tidb/pkg/executor.(*X).Next", "main.main"], 600)]
+    client = [(["go.k6.io/k6/js.(*VU).run", "runtime.main"], 900)]  # 9 s of CPU in 10 s
+    comps = {"tikv-2": [(["tikv::storage::mvcc::reader::get", "tikv::server::run"], 300)],
+             "tikv-10": [(["tikv::raftstore::poll", "tikv::server::run"], 250)],
+             "pd-1": "the status port refused the connection (is it the server's status port, and is it listening?)",
+             "client": client}
+    run = write_run(tmp_path / "r", "t1", tidb, components=comps, load_generator={"cpu_cores": 2, "gomaxprocs": 1})
+    text = "\n".join(profiles.section(Rep([RunSet("t1", "run", [run])], ["a"]), tmp_path / "out"))
+    at = [text.index(x) for x in ("| `github.com/pingcap/tidb/pkg/executor.(*X).Next` |", "TiKV 2: 300 samples",
+                                  "TiKV 10: 250 samples", "PD 1: no profile: the status port refused", "k6 (the load generator")]
+    assert at == sorted(at), at
+    assert "| `tikv::storage::mvcc::reader::get` | 3,000.0 | 100.0% | 3,000.0 |" in text
+    # 9 s of k6's CPU over 1000 queries against TiDB's 6 s; 0.9 CPU s a second of GOMAXPROCS=1
+    assert ("k6 (the load generator, its own process): 900 samples, 9,000.0 µs of k6's CPU per query against "
+            "6,000.0 µs of TiDB's (1.50x). k6 used 0.90 CPU s per second of the window, 90% of its 1 usable "
+            "core(s): k6 was CPU-bound: the client may have set the pace.") in text
+    assert "| `go.k6.io/k6/js.(*VU).run` | 9,000.0 | 100.0% | 9,000.0 |" in text
+    # on both cores (no GOMAXPROCS) the same CPU is 45% of them: not the pace-setter by its CPU
+    run = write_run(tmp_path / "r2", "t2", tidb, components={"client": client}, load_generator={"cpu_cores": 2})
+    text = "\n".join(profiles.section(Rep([RunSet("t2", "run", [run])], ["a"]), tmp_path / "out2"))
+    assert "45% of its 2 usable core(s): below 90%: by its CPU, the client did not set the pace." in text
+    # no TiDB profile (MariaDB): k6's still shows, without the comparison
+    run = write_run(tmp_path / "r3", "t3", [], profile="the target is MariaDB: it serves no CPU profile",
+                    components={"client": client})
+    text = "\n".join(profiles.section(Rep([RunSet("t3", "run", [run])], ["a"]), tmp_path / "out3"))
+    assert "no profile: the target is MariaDB" in text and "9,000.0 µs of k6's CPU per query. Its usable cores are not recorded" in text
+    # too few of k6's samples to rank its functions: still whether it was CPU-bound
+    run = write_run(tmp_path / "r4", "t4", tidb, components={"client": [(["go.k6.io/k6/js.f"], 150)]},
+                    load_generator={"cpu_cores": 2, "gomaxprocs": 2})
+    text = "\n".join(profiles.section(Rep([RunSet("t4", "run", [run])], ["a"]), tmp_path / "out4"))
+    assert ("k6: too few samples to rank: 150 in 10 s (at least 200 needed; the profiled process was nearly idle). "
+            "k6 used 0.15 CPU s per second of the window, 8% of its 2 usable core(s): below 90%") in text
+
+
+def test_an_older_pprof_rs_profile_counts_samples_times_the_period():
+    """TiKV's older pprof-rs writes cpu/count alone; our k6 gives it the period of the 99 Hz asked
+    for (k6/ext/tbs/profile.go normalize): its CPU per query is samples x period."""
+    p = pprof.parse(make_profile([(["tikv::server::f"], 990)], period=10**9 // 99, counts_only=True))
+    assert p.sample_types == [("cpu", "count")] and p.sample_count() == 990
+    sp = profiles.per_query(profiles.StepProfile("t", 8), p, queries=1000)
+    assert sp.ok and sp.total == pytest.approx(990 * (10**9 // 99) / 1000 / 1000)  # 10 s of CPU: 10,000 µs/query
 
 
 def test_no_profile_says_why_and_one_sample_a_side_calls_nothing_significant(tmp_path):
@@ -314,6 +376,58 @@ def test_a_refused_status_port_gives_no_profile_and_the_run_goes_on(tidb_run):
     assert str(port) not in p.stdout + p.stderr and f"{m['testid']}.profiles" not in p.stdout + p.stderr
 
 
+def refused_port():
+    ln = socket.socket()
+    ln.bind(("127.0.0.1", 0))
+    port = ln.getsockname()[1]
+    ln.close()  # nothing listens there now
+    return port
+
+
+@pytest.mark.full
+def test_k6s_own_profile_is_taken_beside_tidbs_and_a_silent_tikv_and_pd_say_why(tidb_run, tmp_path):
+    """profile_client=true on the local TiDB: k6's own profile over TiDB's window, with its query
+    count, read by our decoder and by `go tool pprof`; TiKV and PD addresses where nothing listens
+    (no TiKV or PD runs here) give those components "no profile" and why, and no address reaches
+    the output, the file names or the reasons."""
+    _, common = tidb_run
+    tikv, pd = refused_port(), refused_port()
+    p = k6("run", *common, "-e", "threads=2", "-e", "time=4", "-e", "profile_client=true",
+           "-e", f"tikv_status_addr=127.0.0.1:{tikv}", "-e", f"pd_addr=127.0.0.1:{pd}", "oltp.js")
+    m = summary(run_testid(p.stdout + p.stderr))
+    (step,) = m["steps"]
+    db, cp = step["profile"], step["component_profiles"]
+    assert db["available"] and set(cp) == {"tikv-1", "pd-1", "client"}, cp
+    refused = {"available": False, "why": "the status port refused the connection (is it the server's status port, "
+                                          "and is it listening?)"}
+    assert cp["tikv-1"] == refused and cp["pd-1"] == refused
+    c = cp["client"]
+    assert c["available"] and c["file"] == f"{m['testid']}.profiles/step-2.client.pb.gz", c
+    assert c["queries"] == db["queries"] == step["queries"]["total"] > 0
+    assert c["source"] == "k6's own process (runtime/pprof)" and c["parts"] == [4] and 3.5 <= c["seconds"] <= 4.5
+    # the same window as TiDB's: started together (TiDB's may end up to a second early, its 1-s slices)
+    assert abs(c["window"][0] - db["window"][0]) < 300 and abs(c["window"][1] - db["window"][1]) < 1500, (c, db)
+    f = ROOT / "results" / c["file"]
+    prof = pprof.read(f)
+    assert prof.sample_types[prof.value_index()] == ("cpu", "nanoseconds") and prof.sample_count() == c["samples"] > 0
+    assert any(fn.startswith("go.k6.io/k6/") for fn in prof.functions), sorted(prof.functions)[:20]
+    assert not any("github.com/pingcap/tidb/" in fn for fn in prof.functions)  # k6's, not TiDB's
+    top = go_pprof_top(f)
+    assert top.returncode == 0 and "Type: cpu" in top.stdout, top.stderr
+    assert sorted(x.name for x in (ROOT / "results" / f"{m['testid']}.profiles").iterdir()) == \
+        ["step-2.client.pb.gz", "step-2.pb.gz"]
+    out = p.stdout + p.stderr
+    assert f":{tikv}" not in out and f":{pd}" not in out and str(tikv) not in json.dumps(step)
+    # the report: TiDB's section, then PD's and TiKV's reasons and k6's line
+    rep = tmp_path / "rep"
+    r = subprocess.run([str(ROOT / "scripts/report"), "--out", str(rep), m["testid"]], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    sec = (rep / "report.md").read_text().split("## Where the database's CPU went", 1)[1]
+    assert sec.index("TiKV 1: no profile: the status port refused") < sec.index("PD 1: no profile: the status port refused")
+    assert "k6 (the load generator, its own process): " in sec or "k6: too few samples to rank" in sec, sec
+
+
 @pytest.mark.full
 def test_mariadb_says_why_there_is_no_profile(stack):
     db = fresh_db("mariadb", "sbtest_prof")
@@ -374,28 +488,38 @@ def test_cpu_per_query_counts_the_queries_of_the_profiles_own_duration(tmp_path)
 
 
 PROFILES_JS = """
-import { stepProfile, statusAddress, notProfiled, profileFile, profileScenario } from '%s';
+import { stepProfile, stepComponentProfiles, statusAddress, notProfiled, profileFile, profileScenario, profileTargets } from '%s';
 export const options = { vus: 1, iterations: 1 };
 export default function () {
   const notes = {
     'profiles/t1/t8': JSON.stringify({ available: true, file: 'x', samples: 5 }),
     'profiles/t1/t16': JSON.stringify({ available: false, why: 'because' }),
+    'profiles/t1/t8/client': JSON.stringify({ available: true, file: 'c', samples: 7 }),
+    'profiles/t1/t8/tikv-1': JSON.stringify({ available: false, why: 'refused' }),
+    'profiles/t1/t80/client': JSON.stringify({ available: true, file: 'other step' }),
   };
+  const all = { profile: true, profile_client: true, tikv_status_addr: 'tikv:20180,tikv2:20180', pd_addr: 'pd:2379',
+    tidb_status_addr: '', mysql_host: 'db1' };
   console.log(`RESULT ${JSON.stringify({
     ok: stepProfile(notes, 't1', 8, 1234), no: stepProfile(notes, 't1', 16, 99), none: stepProfile(notes, 't1', 4, 1) || null,
+    comp: stepComponentProfiles(notes, 't1', 8, 1234), compNone: stepComponentProfiles(notes, 't1', 4, 1) || null,
     addr: [statusAddress({ tidb_status_addr: '', mysql_host: 'db1' }), statusAddress({ tidb_status_addr: 'h:1', mysql_host: 'db1' }),
       statusAddress({ tidb_status_addr: '', mysql_host: '::1' })],
     why: [notProfiled('tidb'), notProfiled('mariadb'), notProfiled('mysql')],
-    file: profileFile('run-1', 8),
+    file: profileFile('run-1', 8), fileTikv: profileFile('run-1', 8, 'tikv-1'),
     off: profileScenario({ profile: false }, 10), on: Object.keys(profileScenario({ profile: true }, 10)),
+    clientOnly: Object.keys(profileScenario({ profile: false, profile_client: true }, 10)),
+    tidb: profileTargets(all, 'tidb'), mariadb: profileTargets(all, 'mariadb'),
+    noDb: profileTargets({ ...all, profile: false }, 'tidb'),
   })}`);
 }
 """
 
 
 def test_the_k6_side_of_the_profiles(tmp_path):
-    """k6/lib/profiles.js, run by bin/k6: the manifest's `profile` from the VU's note (with the step's
-    query count), the status address, why MariaDB and MySQL have none, the file name, the scenario."""
+    """k6/lib/profiles.js, run by bin/k6: the manifest's `profile` and `component_profiles` from the
+    VU's notes (with the step's query count), the status address, why MariaDB and MySQL have none,
+    the file names, the scenario, the targets of a step (TiDB's, TiKV's, PD's, k6's)."""
     script = tmp_path / "profiles_cases.js"
     script.write_text(PROFILES_JS % (ROOT / "k6/lib/profiles.js").as_uri())
     env = dict(os.environ, K6_LOG_FORMAT="raw", K6_OUT="")
@@ -408,5 +532,36 @@ def test_the_k6_side_of_the_profiles(tmp_path):
     assert r["addr"] == ["db1:10080", "h:1", "[::1]:10080"]
     assert r["why"] == ["", "the target is MariaDB: it serves no CPU profile (only TiDB's status port does)",
                         "the target is MySQL: it serves no CPU profile (only TiDB's status port does)"]
-    assert r["file"] == "run-1.profiles/step-8.pb.gz"
-    assert r["off"] == {} and r["on"] == ["profiles"]
+    assert r["file"] == "run-1.profiles/step-8.pb.gz" and r["fileTikv"] == "run-1.profiles/step-8.tikv-1.pb.gz"
+    assert r["off"] == {} and r["on"] == ["profiles"] and r["clientOnly"] == ["profiles"]
+    # the step's other profiles: its own notes only (not t80's), each with the step's query count
+    assert r["comp"] == {"client": {"available": True, "file": "c", "samples": 7, "queries": 1234},
+                         "tikv-1": {"available": False, "why": "refused"}} and r["compNone"] is None
+    assert r["tidb"] == {"take": [{"name": "", "component": "tidb", "addr": "db1:10080"},
+                                  {"name": "tikv-1", "component": "tikv", "addr": "tikv:20180"},
+                                  {"name": "tikv-2", "component": "tikv", "addr": "tikv2:20180"},
+                                  {"name": "pd-1", "component": "pd", "addr": "pd:2379"},
+                                  {"name": "client", "component": "client", "addr": ""}], "skip": []}
+    go_with = "the target is MariaDB: TiKV's and PD's profiles go with a TiDB target"
+    assert r["mariadb"] == {"take": [{"name": "client", "component": "client", "addr": ""}],
+                            "skip": [{"name": "", "why": r["why"][1]}, {"name": "tikv-1", "why": go_with},
+                                     {"name": "tikv-2", "why": go_with}, {"name": "pd-1", "why": go_with}]}
+    assert r["noDb"] == {"take": [{"name": "client", "component": "client", "addr": ""}], "skip": []}
+
+
+def test_a_merged_run_keeps_the_first_load_generators_component_profiles_per_query_of_all():
+    """tidbbench.merge: only instance 0 takes the profiles (k6/lib/profiles.js); the merged step keeps
+    its TiDB and component profiles with the query count of every instance."""
+    from tidbbench import merge, sbhist
+    hist = {"scheme": sbhist.SCHEME, "buckets": sbhist.BUCKETS, "min_ms": sbhist.MIN_MS, "max_ms": sbhist.MAX_MS,
+            "count": 1, "sum_ms": 1.0, "min": 1.0, "max": 1.0, "counts": [[500, 1]]}
+    client = {"available": True, "file": "t.profiles/step-8.client.pb.gz", "queries": 100, "samples": 300}
+    tikv = {"available": False, "why": "the status port refused the connection"}
+    per = {0: {"_id": 1, "threads": 8, "seconds": 5, "elapsed_s": 5, "queries": {"total": 100}, "histogram": hist,
+               "window": {"measure_start": 1, "measure_end": 2}, "profile": {"available": True, "queries": 100},
+               "component_profiles": {"client": client, "tikv-1": tikv}},
+           1: {"_id": 2, "threads": 8, "seconds": 5, "elapsed_s": 5, "queries": {"total": 150}, "histogram": hist,
+               "window": {"measure_start": 1, "measure_end": 2}}}
+    m = merge.merge_step(8, per, 95, "t")
+    assert m["profile"]["queries"] == 250
+    assert m["component_profiles"] == {"client": {**client, "queries": 250}, "tikv-1": tikv}

@@ -293,6 +293,10 @@ def merge_step(t, per, pct, testid):
     pr = [s["profile"] for _, s in sorted(per.items()) if "profile" in s]
     if pr:
         m["profile"] = {**pr[0], "queries": q["total"]} if pr[0].get("available") else pr[0]
+    # and TiKV's, PD's and k6's own (component_profiles), taken with it
+    cp = [s["component_profiles"] for _, s in sorted(per.items()) if s.get("component_profiles")]
+    if cp:
+        m["component_profiles"] = {k: {**v, "queries": q["total"]} if v.get("available") else v for k, v in cp[0].items()}
     return m
 
 

@@ -137,6 +137,9 @@ func TestBadValuesNameTheValueAndTheValidOnes(t *testing.T) {
 		{map[string]string{"tabels": "2"}, []string{"unknown option 'tabels'", "did you mean 'tables'"}},
 		{map[string]string{"tidb_status_addr": "http://u:pw@h:10080"}, []string{"tidb_status_addr=(a value with user@, not shown)", "host:port"}},
 		{map[string]string{"tidb_status_addr": "127.0.0.1"}, []string{"tidb_status_addr=127.0.0.1", "host:port"}},
+		{map[string]string{"tikv_status_addr": "tikv:20180,http://u:pw@tikv2:20180"}, []string{"tikv_status_addr=(a value with user@, not shown)", "comma list"}},
+		{map[string]string{"tikv_status_addr": "tikv:20180,,tikv2:20180"}, []string{"tikv_status_addr=tikv:20180,,tikv2:20180", "host:port"}},
+		{map[string]string{"pd_addr": "pd"}, []string{"pd_addr=pd", "host:port, or a comma list"}},
 	}
 	// every option with valid values: a bad one lists them all
 	for name, spec := range c.Options {
@@ -194,6 +197,15 @@ func TestGoodValuesAndPresets(t *testing.T) {
 	}
 	j, _ := json.Marshal([]any{o["threads"], o["skip_trx"], o["mysql_ignore_errors"], o["connect_time"], o["rand_pareto_h"]})
 	if string(j) != `[[150,300,600],true,"all",0,0.5]` {
+		t.Errorf("parsed %s", j)
+	}
+	// a comma list of addresses is kept as given, less the spaces around its entries
+	o, err = parse(t, h, map[string]string{"tikv_status_addr": "tikv:20180, tikv2:20180 ,[::1]:20180", "pd_addr": "pd:2379"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _ = json.Marshal([]any{o["tikv_status_addr"], o["pd_addr"]})
+	if string(j) != `["tikv:20180,tikv2:20180,[::1]:20180","pd:2379"]` {
 		t.Errorf("parsed %s", j)
 	}
 	// the preset sets its options, an option given with -e wins over it

@@ -73,10 +73,27 @@ const TESTID = { test: (s) => (testidRe || (testidRe = new RegExp(CONTRACT.testi
 // Lowercase variables a shell may export that are not options.
 const NOT_OPTIONS = new Set(['http_proxy', 'https_proxy', 'no_proxy', 'all_proxy', 'ftp_proxy', 'help']);
 
+// An address only: host:port, no scheme, path or user (options hostport and hostports; the
+// literal is compiled only where an address is given, not in every VU).
+const isHostPort = (s) => /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):\d{1,5}$/.test(s);
+
 export class OptionError extends Error {}
 
 function bad(name, value, valid) {
   return new OptionError(`invalid option ${name}=${value === '' ? '(empty)' : value}: ${valid}`);
+}
+
+// addressOption: option hostport's host:port, or hostports' comma list of them (kept as given,
+// less the spaces around its entries), or empty. A value with a user may hold a password: it is
+// not repeated in the error.
+function addressOption(name, raw, s, list) {
+  const parts = s === '' ? [] : (list ? s.split(',').map((p) => p.trim()) : [s]);
+  if (parts.some((p) => !isHostPort(p))) {
+    throw bad(name, s.includes('@') ? '(a value with user@, not shown)' : raw, list
+      ? 'must be host:port, or a comma list of them (e.g. tikv:20180,tikv2:20180), or empty'
+      : 'must be host:port (e.g. 127.0.0.1:10080; [::1]:10080), or empty');
+  }
+  return parts.join(',');
 }
 
 function parseOne(name, type, raw) {
@@ -132,11 +149,7 @@ function parseOne(name, type, raw) {
       if (s !== '' && !TESTID.test(s)) throw bad(name, raw, `letters, digits, . _ - (at most ${CONTRACT.testid.max_length}, starting with a letter or digit)`);
       return s;
     case 'hostport': // no scheme, path or user: an address only (it is printed and kept in the manifest)
-      if (s !== '' && !/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):\d{1,5}$/.test(s)) {
-        // a value with a user may hold a password: it is not repeated
-        throw bad(name, s.includes('@') ? '(a value with user@, not shown)' : raw, 'must be host:port (e.g. 127.0.0.1:10080; [::1]:10080), or empty');
-      }
-      return s;
+    case 'hostports': return addressOption(name, raw, s, type === 'hostports');
     case 'ssl':
     case 'choice': // one of the option's own valid values
       if (!CONTRACT.options[name][2].includes(s)) throw bad(name, raw, `valid: ${CONTRACT.options[name][2].join(', ')}`);

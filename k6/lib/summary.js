@@ -11,7 +11,7 @@
 import { histName, queueName, stepWindows } from './steps.js';
 import { stepStatements } from './statements.js';
 import { stepDisturbance } from './disturb.js';
-import { stepProfile } from './profiles.js';
+import { stepComponentProfiles, stepProfile } from './profiles.js';
 import { CONTRACT } from './config.js';
 
 export { histName };
@@ -128,6 +128,8 @@ export function stepFigures(data, o, tbs, endedAt) {
     if (dist) s.disturbance = dist;
     const pr = stepProfile(notes, sd.testid, win.threads, s.queries.total); // lib/profiles.js
     if (pr) s.profile = pr;
+    const cp = stepComponentProfiles(notes, sd.testid, win.threads, s.queries.total);
+    if (cp) s.component_profiles = cp;
     s.qps = elapsed > 0 ? s.queries.total / elapsed : 0;
     s.tps = elapsed > 0 ? s.transactions / elapsed : 0;
     const cpu0 = marks[`${name}/cpu_start`];

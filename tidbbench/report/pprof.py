@@ -89,8 +89,10 @@ class Profile:
         return sum(v[i] for _, v in self.samples)
 
     def sample_count(self):
-        for i, (t, _) in enumerate(self.sample_types):
-            if t == "samples":
+        """The samples: the first value counted (unit count: Go's samples/count, an older
+        pprof-rs' cpu/count)."""
+        for i, (_, u) in enumerate(self.sample_types):
+            if u == "count":
                 return self.total(i)
         return len(self.samples)
 

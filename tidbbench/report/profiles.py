@@ -4,7 +4,11 @@ keeps one per step beside the run's manifest, in pprof's format; tidbbench/repor
 One run: per workload, at its highest step with a profile, the top functions by database CPU per
 query (µs of CPU per query: the profile's CPU time over the step's queries in the profile's own
 duration, queries x profile seconds / measured seconds), flat (in the
-function itself) and cumulative (with its callees), the same by package, and a flame graph.
+function itself) and cumulative (with its callees), the same by package, and a flame graph. Then,
+TiDB's first, each other profile of the step (the manifest's component_profiles: TiKV's, PD's,
+k6's own with profile_client): its CPU per query and top functions, or why there is none; for k6,
+beside the database's, and whether it was CPU-bound (loadgen.SATURATED of its usable cores: the
+client may then have set the pace).
 
 A against B, at the highest step both sides profiled: a differential flame graph of the sides'
 mean CPU per query; with two or more samples a side, each function and package whose flat CPU is
@@ -18,7 +22,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
-from tidbbench.report import flame, pprof, stats
+from tidbbench.report import flame, loadgen, pprof, stats
 from tidbbench.report.fmt import md_table, workload_name
 
 MIN_SAMPLES = 200  # fewer samples (2 s of CPU at Go's 100 Hz) rank noise: a 10% share is +-2% at 200
@@ -26,6 +30,7 @@ TOP = 15  # functions (and packages) in a run's tables
 SHARE_MIN = 0.02  # A vs B: only functions and packages with at least this share of the pooled CPU (flat) are tested
 DIFF_TOP = 15  # functions in a one-sample-a-side diff
 ONE_SIDE_MAX = 10  # functions named as found on one side only (those with at least SHARE_MIN of its CPU)
+COMPONENT_TOP = 8  # functions in the table of each profile beside TiDB's
 
 
 @dataclass
@@ -46,11 +51,12 @@ class StepProfile:
         return not self.why
 
 
-def load_step(run, threads):
-    """The StepProfile of run's step `threads` (its manifest's `profile` and file)."""
+def load_step(run, threads, component=None):
+    """The StepProfile of run's step `threads` (its manifest's `profile` and file; or, given a
+    component such as tikv-1 or client, that one of its `component_profiles`)."""
     step = next((s for s in run.steps if s.get("threads") == threads), None)
     sp = StepProfile(run.testid, threads)
-    pr = (step or {}).get("profile")
+    pr = (step or {}).get("profile") if component is None else ((step or {}).get("component_profiles") or {}).get(component)
     if not pr:
         sp.why = "no profile recorded (the run had profile=false, or its manifest predates profiles)"
         return sp
@@ -80,10 +86,11 @@ def per_query(sp, prof, queries):
         return sp
     if sp.samples < MIN_SAMPLES:
         sp.why = (f"too few samples to rank: {sp.samples} in {prof.duration_ns / 1e9:.0f} s "
-                  f"(at least {MIN_SAMPLES} needed; the database was nearly idle)")
+                  f"(at least {MIN_SAMPLES} needed; the profiled process was nearly idle)")
         return sp
     i = prof.value_index()
-    unit = 1.0 if prof.sample_types[i][0] == "cpu" else float(prof.period or 1)
+    # cpu/nanoseconds values as they are; counts (an older pprof-rs' cpu/count) times the period
+    unit = 1.0 if prof.sample_types[i][1] == "nanoseconds" else float(prof.period or 1)
     scale = unit / 1000.0 / queries  # ns -> µs, per query
     flat, cum, stacks = defaultdict(float), defaultdict(float), []
     for stack, vals in prof.samples:
@@ -124,7 +131,7 @@ def one_run(w, run, out, rel_dir):
     sp = load_step(run, threads)
     L = [f"### {workload_name(w)}: where the database's CPU went ({threads} threads)", ""]
     if not sp.ok:
-        return L + [f"testid {run.testid}, {threads} threads: {sp.why}.", ""]
+        return L + [f"testid {run.testid}, {threads} threads: {sp.why}.", ""] + components(run, threads, sp)
     L.append(f"testid {run.testid}: {sp.samples:,} samples, {_u(sp.total)} µs of database CPU per query. "
              "Flat: in the function itself; cumulative: with what it calls.")
     L.append("")
@@ -142,7 +149,60 @@ def one_run(w, run, out, rel_dir):
     (out / name).write_text(flame.svg(flame.tree(sp.stacks), f"{workload_name(w)}, {threads} threads: "
                                       f"database CPU per query ({_u(sp.total)} µs)"))
     L += [f"[![flame graph of {workload_name(w)}]({rel_dir}/{name})]({rel_dir}/{name})", ""]
+    return L + components(run, threads, sp)
+
+
+def _component_key(name):
+    kind, _, n = name.partition("-")
+    return ({"tikv": 0, "pd": 1, "client": 2}.get(kind, 3), int(n) if n.isdigit() else 0, name)
+
+
+COMPONENT_NAMES = {"tikv": "TiKV", "pd": "PD", "client": "k6"}
+
+
+def _component_title(name):
+    """tikv-2 -> TiKV 2, pd-1 -> PD 1, client -> k6."""
+    kind, _, n = name.partition("-")
+    return f"{COMPONENT_NAMES.get(kind, kind)} {n}".strip()
+
+
+def components(run, threads, db):
+    """The lines of the step's other profiles (component_profiles), TiKV's, PD's, then k6's; db is
+    TiDB's StepProfile (k6's CPU per query is put beside it)."""
+    step = next((s for s in run.steps if s.get("threads") == threads), {})
+    cps = step.get("component_profiles") or {}
+    L = []
+    for name in sorted(cps, key=_component_key):
+        sp = load_step(run, threads, name)
+        title = _component_title(name)
+        if not sp.ok:
+            # too few samples to rank k6's functions still says whether it was CPU-bound
+            more = f" {pace(run, cps[name])}" if name == "client" and cps[name].get("available") else ""
+            L += [f"{title}: {sp.why}.{more}", ""]
+            continue
+        if name == "client":
+            beside = f" against {_u(db.total)} µs of TiDB's ({sp.total / db.total:.2f}x)" if db.ok and db.total else ""
+            L += [f"k6 (the load generator, its own process): {sp.samples:,} samples, {_u(sp.total)} µs of k6's CPU "
+                  f"per query{beside}. {pace(run, cps[name])}", ""]
+        else:
+            L += [f"{title}: {sp.samples:,} samples, {_u(sp.total)} µs of its CPU per query.", ""]
+        rows = [[f"`{f}`", _u(v), _pct(v, sp.total), _u(sp.cum.get(f, 0))]
+                for f, v in sorted(sp.flat.items(), key=lambda kv: -kv[1])[:COMPONENT_TOP]]
+        L += [md_table([f"{title}: function", "flat µs/query", "flat %", "cum µs/query"], rows, "lrrr"), ""]
     return L
+
+
+def pace(run, pr):
+    """Does the client set the pace? k6's CPU over its profile's window (the manifest's cpu_s and
+    seconds) against its usable cores (GOMAXPROCS, else the host's; loadgen.usable_cores)."""
+    cores = loadgen.usable_cores(run.manifest.get("load_generator") or {})
+    if not pr.get("seconds") or not cores:
+        return "Its usable cores are not recorded: whether it was CPU-bound is not known."
+    busy = pr.get("cpu_s", 0) / pr["seconds"]
+    share = busy / cores
+    verdict = ("k6 was CPU-bound: the client may have set the pace" if share >= loadgen.SATURATED else
+               f"below {loadgen.SATURATED:.0%}: by its CPU, the client did not set the pace")
+    return f"k6 used {busy:.2f} CPU s per second of the window, {share:.0%} of its {cores:g} usable core(s): {verdict}."
 
 
 def _mean_tree(sps, root, base):
@@ -278,13 +338,15 @@ def _chg(x):
 def section(rep, out):
     """The section's markdown lines for a report (tidbbench/report/report.py Report), its flame
     graphs written under out/profiles/. Empty when no run has a profile recorded."""
-    if not any(s.get("profile") for st in rep.sets for r in st.runs for s in r.steps):
+    if not any(s.get("profile") or s.get("component_profiles") for st in rep.sets for r in st.runs for s in r.steps):
         return []
     d = out / "profiles"
     d.mkdir(parents=True, exist_ok=True)
     L = ["## Where the database's CPU went", "",
          "From the database's own CPU profile over each step's measured window (TiDB's status port, kept beside "
-         "the run's manifest as `<testid>.profiles/step-<threads>.pb.gz`: `go tool pprof` opens it). µs/query: "
+         "the run's manifest as `<testid>.profiles/step-<threads>.pb.gz`: `go tool pprof` opens it), and, taken at "
+         "once over the same window, TiKV's, PD's and k6's own where the run asked for them "
+         "(`step-<threads>.tikv-1.pb.gz`, `.pd-1`, `.client`). µs/query: "
          "the profile's CPU time over the step's queries in the profile's own duration.", ""]
     for w in rep.workloads:
         if rep.pair:

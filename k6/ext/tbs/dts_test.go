@@ -254,6 +254,7 @@ func checkDataShapes(t *testing.T, dts map[string]map[string]dtsMember, m *Modul
 	}
 	sameNames(t, "TpccOptions", jsFieldNames(reflect.TypeOf(TpccOptions{})), sortedKeys(dts["TpccOptions"]))
 	sameNames(t, "ProfileResult", jsFieldNames(reflect.TypeOf(ProfileResult{})), sortedKeys(dts["ProfileResult"]))
+	sameNames(t, "ProfileTarget", jsFieldNames(reflect.TypeOf(ProfileTarget{})), sortedKeys(dts["ProfileTarget"]))
 }
 
 // jsFieldNames: a struct's fields as JavaScript sees them (k6's common.FieldName), sorted.

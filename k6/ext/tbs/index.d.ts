@@ -100,8 +100,8 @@ export interface Tbs {
   /** A VU's threads (threads_per_vu; one loop() each, in thread id order), run at once, a goroutine per thread, each `flushMs` (flush_ms) at a time (k6/ext/tbs/group.go; k6/lib/events.js runLoops drives it). */
   group(loops: Loop[], flushMs: number): Group;
 
-  /** The database's CPU profile (k6/ext/tbs/profile.go): `seconds` from the pprof server at `addr` (host:port, its /debug/pprof/profile), in parts of at most `partMax` s merged, each allowed `slack` s beyond its length, written to `path` (gzipped pprof). Blocks for the profile's length; never throws: a failure is `ok: false` and `why`. */
-  profile(addr: string, seconds: number, partMax: number, slack: number, path: string): ProfileResult;
+  /** A step's CPU profiles (k6/ext/tbs/profile.go), every target's at once over the same `seconds`: tidb, tikv, pd from their pprof servers (`addr` host:port; in parts of at most `partMax` s merged, each allowed `slack` s beyond its length), client: this k6 process (runtime/pprof); each written to its `file` (gzipped pprof). Blocks for the longest; never throws: a failure is that target's `ok: false` and `why`. The results are in the targets' order. */
+  profiles(targets: ProfileTarget[], seconds: number, partMax: number, slack: number): ProfileResult[];
   /** tpcc.js: the process-wide TPC-C workload `name`, go-tpc v1.0.7's tpcc package on a pool of our driver (k6/ext/tbs/tpcc.go); throws on warehouses < 1 or parts outside 1..warehouses. */
   tpcc(name: string, o: TpccOptions): Tpcc;
   /** tpcc.js: a VU's TPC-C recorder (tpcc_transactions, tpcc_errors, tpcc_latency, tagged txn). Init context only. */
@@ -203,7 +203,14 @@ export interface HistogramSnapshot {
   max_gap_start: number;
 }
 
-/** What profile() gives: the file and its figures, or why there is none. */
+/** One profile profiles() takes: a component (tidb, tikv, pd: its pprof server at `addr`; client: this k6 process, `addr` empty) and its file. */
+export interface ProfileTarget {
+  component: 'tidb' | 'tikv' | 'pd' | 'client';
+  addr: string;
+  file: string;
+}
+
+/** What profiles() gives per target: the file and its figures, or why there is none. */
 export interface ProfileResult {
   ok: boolean;
   why: string;
@@ -215,6 +222,11 @@ export interface ProfileResult {
   samples: number;
   cpuSeconds: number;
   bytes: number;
+  /** Epoch ms: the profile's first request sent (the client's: started) and its last answer read (stopped). */
+  start: number;
+  end: number;
+  /** Where it came from (e.g. "TiKV status port /debug/pprof/profile (Content-Type: application/protobuf)"). */
+  source: string;
 }
 
 export interface LatencyHistogramSpec {
