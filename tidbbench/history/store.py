@@ -51,7 +51,7 @@ CP_COLS = ["series", "metric", "run_key_before", "run_key_after", "at", "mean_be
 # own `threads`) or only how it is printed or prepared: never part of a series' options hash
 SERIES_FREE = {"workload", "threads", "testid", "results_dir", "mysql_password", "mysql_password_file", "mysql_host",
                "mysql_port", "mysql_db", "start_at", "version", "command", "recreate", "prepare_batch", "prepare_mode",
-               "report_interval", "mysql_ssl_ca", "tidb_status_addr"}
+               "report_interval", "mysql_ssl_ca", "tidb_status_addr", "tikv_status_addr", "pd_addr"}
 INSTANCE_RE = re.compile(r"\.instance-\d+\.json$")
 GIT_RE = re.compile(r"Git Commit Hash:\s*([0-9a-f]{7,40})", re.I)
 
