@@ -257,7 +257,8 @@ def test_the_pingcap_plan_runs_laptop_sized_and_reports(stack, tmp_path):
                         "--id", pid, "--results", str(res)], cwd=ROOT, capture_output=True, text=True, timeout=600)
     seconds = time.time() - t0
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    print(f"plan {pid}: {seconds:.0f} s")
+    prepared = re.search(r"plan: prepared \S+ for arm \S+ in (\d+) s", p.stdout)
+    print(f"plan {pid}: {seconds:.0f} s, of which the prepare {prepared.group(1) if prepared else '?'} s")
     state = json.loads((res / f"plan-{pid}.json").read_text())
     assert state["status"] == "complete" and state["prepared"] == [f"127.0.0.1:4000/{db}"]
     assert len(state["order"]) == 4
