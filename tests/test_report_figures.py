@@ -28,9 +28,9 @@ def test_the_chart_shows_the_tables_figures_on_the_golden_fixtures(tmp_path, mon
     given = {}
     draw = charts.workload_chart
 
-    def spy(path, title, series, pct_label="95%"):
+    def spy(path, title, series, pct_label="95%", **kw):
         given[title] = series
-        return draw(path, title, series, pct_label)
+        return draw(path, title, series, pct_label, **kw)
     monkeypatch.setattr(charts, "workload_chart", spy)
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1795400000")
     monkeypatch.setenv("TBS_STACK_VERSION", "golden (fixed for the test)")

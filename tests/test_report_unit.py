@@ -102,12 +102,9 @@ def test_resolve_testid_and_sweep(tmp_path):
         resolve(tmp_path, "t1")
 
 
-def test_a_tpcc_manifest_is_refused_by_name(tmp_path):
-    """Issue #46: k6/tpcc.js's manifest (tpmC per step, no QPS) is not laid out by the report yet:
-    it says so instead of failing on a missing figure."""
-    m = {"testid": "t1", "workload": "tpcc", "steps": [{"threads": 2, "tpmC": 100.0,
-                                                         "window": {"measure_start": 1, "measure_end": 2}}]}
-    (tmp_path / "t1.json").write_text(json.dumps(m))
-    with pytest.raises(ReportError) as e:
-        manifest.load_run(tmp_path, "t1")
-    assert "a TPC-C run (k6/tpcc.js)" in str(e.value) and e.value.code == 2
+def test_a_tpcc_manifest_resolves_as_tpcc():
+    """Issue #46: k6/tpcc.js's manifest (tpmC per step, no QPS) resolves like an OLTP run's, and the
+    report lays it out as a TPC-C report (tidbbench/report/tpcc.py; tests/test_tpcc_report.py)."""
+    rs = resolve(ROOT / "tests/golden/tpcc/results", "tpcc-golden-a")
+    assert rs.kind == "run" and [r.workload for r in rs.runs] == ["tpcc"] and manifest.is_tpcc(rs)
+    assert not manifest.is_tpcc(resolve(ROOT / "tests/golden/report/results", "dev-tidb-oltp_point_select"))

@@ -11,6 +11,9 @@ from tidbbench import ROOT
 
 CONTRACT = ROOT / "k6" / "contract.json"
 PROMQL = ROOT / "contract" / "promql.json"
+# k6/tpcc.js: the workload its run manifests name (docs/tpcc.md), and the script a plan runs for it
+TPCC = "tpcc"
+TPCC_SCRIPT = "k6/tpcc.js"
 
 
 @functools.lru_cache(maxsize=None)

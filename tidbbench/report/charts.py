@@ -28,7 +28,7 @@ class Point:
     cov: float = None
 
 
-def workload_chart(path, title, series, pct_label="95%"):
+def workload_chart(path, title, series, pct_label="95%", throughput="QPS"):
     """series: [(label, {threads: Point})]. Threads are categories, evenly spaced, as in the seeds'
     charts; medians with intervals are drawn with error bars whose legend states their confidence."""
     threads = sorted({t for _, pts in series for t in pts})
@@ -66,7 +66,7 @@ def workload_chart(path, title, series, pct_label="95%"):
                 h, = ax.plot(xs, med, marker="o", color=c, label=label)
                 tops[ax] = max(tops[ax], *med)
         handles.append(h)
-    for ax, ylabel, sub in ((ax_q, "QPS", "QPS"), (ax_l, f"{pct_label} latency (ms)", f"{pct_label} latency")):
+    for ax, ylabel, sub in ((ax_q, throughput, throughput), (ax_l, f"{pct_label} latency (ms)", f"{pct_label} latency")):
         ax.set_xticks(range(len(threads)), [str(t) for t in threads])
         ax.set_xlabel("Threads")
         ax.set_ylabel(ylabel)

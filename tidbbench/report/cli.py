@@ -10,7 +10,8 @@ from tidbbench.report.prom import Prometheus
 
 DESCRIPTION = """\
 Writes a report (report.md, report.html, charts/, snapshots/) of one run, or compares two
-(baseline RUN and CANDIDATE_RUN, matched workload by workload). A RUN is a testid (a run
+(baseline RUN and CANDIDATE_RUN, matched workload by workload; TPC-C runs of k6/tpcc.js in the
+layout of PingCAP's TPC-C reports, docs/tpcc.md). A RUN is a testid (a run
 manifest results/<testid>.json) or a sweep id (results/sweep-<id>.json, written by
 scripts/sweep). Figures come from Prometheus over each step's measured window and are
 cross-checked against the manifest's k6 summary (warnings on stderr and in the report).
@@ -79,6 +80,9 @@ def main(argv=None, fetch=None):
         if cand:
             sets.append(resolve(results, cand))
         from tidbbench.report.report import Report  # matplotlib is imported only once the input is known good
+        from tidbbench.report import tpcc
+        if tpcc.check_sets(sets):  # k6/tpcc.js's runs: PingCAP's TPC-C report layout
+            Report = tpcc.TpccReport
         rep = Report(sets, Prometheus(args.prometheus, fetch=fetch), grafana_url=args.grafana)
         rep.collect()
         for w in rep.warnings:

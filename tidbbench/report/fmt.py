@@ -12,6 +12,8 @@ PRODUCTS = {"tidb": "TiDB", "mariadb": "MariaDB", "mysql": "MySQL"}
 def workload_name(w):
     """The seeds' title of a workload: "oltp_read_write" -> "Read Write"; a workload whose title is
     not made from its name declares it (k6/contract.json: oltp_update_non_index -> "Update Non-index")."""
+    if w == contract.TPCC:
+        return "TPC-C"
     title = contract.workload(w).get("title")
     if title:
         return title

@@ -63,6 +63,11 @@ def generated_at():
 
 
 class Report(WorkloadSections):
+    METRICS = ("qps", "lat", "core")  # the cells compared per thread step (compute_stats)
+    CHART = ("qps", "lat")  # what the chart draws: throughput and latency (chart_series)
+    THROUGHPUT = "QPS"  # the chart's throughput axis
+    TITLE = "Sysbench Performance Test Report"
+
     def __init__(self, sets, prom, grafana_url=None):
         self.sets = sets  # [baseline] or [baseline, candidate]
         self.prom = prom
@@ -91,9 +96,9 @@ class Report(WorkloadSections):
             for w in self.workloads:
                 self.samples[(i, w)] = []
                 for run in sw[w]:
-                    figs = run_figures(self.prom, run, sample=len(sw[w]) > 1)
+                    figs = self.run_figures(run, sample=len(sw[w]) > 1)
                     self.samples[(i, w)].append(figs)
-                    self.warnings.extend(crosscheck(run, figs))
+                    self.warnings.extend(self.crosscheck(run, figs))
                 self.figs[(i, w)] = self.samples[(i, w)][0]
         self.compute_stats()
         self.prom_version = self.prom.version()
@@ -102,6 +107,14 @@ class Report(WorkloadSections):
             self.prom, [s.by_workload()[w] for s in self.sets for w in self.workloads])
         for w in self.loadgen_warnings:
             print(f"warning: {w}", file=sys.stderr)
+
+    def run_figures(self, run, sample):
+        """[StepFigures] of one run (tidbbench/report/prom.py); the TPC-C report has its own."""
+        return run_figures(self.prom, run, sample=sample)
+
+    @staticmethod
+    def crosscheck(run, figs):
+        return crosscheck(run, figs)
 
     # -- statistics over the samples (tidbbench/report/stats.py)
     def values(self, i, w, t, metric):
@@ -132,7 +145,7 @@ class Report(WorkloadSections):
         self.fam = {}
         if not self.pair:
             return
-        fam = {"qps": [], "lat": [], "core": []}
+        fam = {m: [] for m in self.METRICS}
         for w in self.workloads:
             common = [t for t in self.threads_of(0, w) if t in self.threads_of(1, w)]
             for t in common:
@@ -155,7 +168,7 @@ class Report(WorkloadSections):
         for i in range(len(self.sets)):
             d = {}
             for t in self.threads_of(i, w):
-                vq, vl = self.values(i, w, t, "qps"), self.values(i, w, t, "lat")
+                vq, vl = (self.values(i, w, t, m) for m in self.CHART)
                 if not vq or not vl:
                     continue
                 q, lat = stats.summarize(vq), stats.summarize(vl)
@@ -193,9 +206,9 @@ class Report(WorkloadSections):
     def title_lines(self):
         a = self.labels
         if not self.pair:
-            return [f"# Sysbench Performance Test Report -- {a[0]}", ""]
+            return [f"# {self.TITLE} -- {a[0]}", ""]
         from tidbbench.report import differs
-        lines = [f"# Sysbench Performance Test Report -- {a[1]} vs. {a[0]}", ""]
+        lines = [f"# {self.TITLE} -- {a[1]} vs. {a[0]}", ""]
         lines.extend(differs.hardware(self.sets, a))  # first: a comparison across host classes says so
         lines.extend(differs.section(self.sets, a))
         lines.extend(statements.section(self.sets, a, self.workloads))  # why QPS moved: tidbbench/report/statements.py
@@ -274,13 +287,16 @@ class Report(WorkloadSections):
         factors = [f.bucket_factor for figs in self.figs.values() for f in figs]
         return max(factors) if factors else DEFAULT_BUCKET_FACTOR
 
-    def software_lines(self):
-        rows = [
+    def software_rows(self):
+        return [
             ["tidb-bench-stack", self.stack_text()],
             ["Prometheus", self.prom_version or "unknown"],
             ["Workloads", "sysbench 1.0.20's OLTP Lua scripts, ported to k6 (k6/oltp.js)"],
             ["Latency histogram", f"native histogram k6_oltp_latency_seconds, bucket factor {self.bucket_factor():.4f}"],
         ]
+
+    def software_lines(self):
+        rows = self.software_rows()
         lines = ["### Software versions", "", md_table(["Component", "Version"], rows), "",
                  "### Target variables", "",
                  "Captured with `SHOW GLOBAL VARIABLES` when each run started; the ones the seeds set or name:", ""]
@@ -481,7 +497,8 @@ class Report(WorkloadSections):
             chart_paths = {}
             for w in self.workloads:
                 rel = f"charts/{w}.png"
-                charts.workload_chart(tmp / rel, workload_name(w), self.chart_series(w), self.pct_label(w))
+                charts.workload_chart(tmp / rel, workload_name(w), self.chart_series(w), self.pct_label(w),
+                                     throughput=self.THROUGHPUT)
                 chart_paths[w] = rel
             runs = [r for i in range(len(self.sets)) for r in self.runs_for(i)]
             snaps, reason = grafana.snapshots(self.grafana_url, runs, tmp)

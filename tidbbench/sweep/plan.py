@@ -24,6 +24,11 @@ at most `"reruns"` times (default 2; 0: never) and within a plan-wide cap (a fif
 samples, at least 2); the rejected sample is kept, under `rejected` in its arm's sweep manifest
 and in the plan manifest, with why (docs/report.md, "Disturbed samples").
 
+A plan of the workload `tpcc` (alone) runs k6/tpcc.js's samples: go-tpc's TPC-C at the plan's
+`warehouses`, its thread steps and times; prepare and reset load go-tpc's tables (tpcc.js's
+cleanup and prepare) instead of sysbench's, and the report is the TPC-C report (tpmC per sample
+compared; docs/tpcc.md).
+
 `"prepare": true` drops and prepares the tables (prepare.js) once per target before the first
 sample (a resumed plan does not again); `"reset": true` does so before every sample. A plan that
 prepares (either) creates its database when the target has none; one that does not stops before
@@ -97,7 +102,7 @@ def load(path):
         if k not in KEYS:
             raise _err(f"plan {path}: unknown key '{k}' (valid: {', '.join(sorted(KEYS))})")
     workloads = plan.get("workloads")
-    valid = contract.workloads()
+    valid = contract.workloads() + [contract.TPCC]  # tpcc: k6/tpcc.js's samples (docs/tpcc.md)
     if not workloads or not isinstance(workloads, list):
         raise _err(f"plan {path}: 'workloads' must list at least one workload (valid: {', '.join(valid)})")
     for w in workloads:
@@ -105,6 +110,10 @@ def load(path):
             raise _err(f"plan {path}: unknown workload '{w}' (valid: {', '.join(valid)})")
     if len(set(workloads)) != len(workloads):
         raise _err(f"plan {path}: 'workloads' lists a workload twice")
+    if contract.TPCC in workloads and (len(workloads) > 1 or plan.get("analyze")):
+        raise _err(f"plan {path}: workload {contract.TPCC} (k6/tpcc.js) runs alone in a plan, without 'analyze' "
+                   f"(ANALYZE TABLE sbtest1..N: sysbench's tables); got workloads {', '.join(workloads)}"
+                   + (" and analyze" if plan.get("analyze") else ""))
     threads = plan.get("threads")
     if not threads or not isinstance(threads, list) or not all(isinstance(t, int) and t >= 1 for t in threads):
         raise _err(f"plan {path}: 'threads' must be a list of thread counts >= 1, e.g. [2, 4] (got {threads!r})")
@@ -242,7 +251,7 @@ def tidb_store(conn):
     return m.group(1) if m else None
 
 
-def ensure_database(t, prepares):
+def ensure_database(t, prepares, tpcc=False):
     """The target's database, created when missing and the plan prepares its tables; otherwise a
     ReportError naming the database and what makes it."""
     import pymysql
@@ -256,8 +265,10 @@ def ensure_database(t, prepares):
     if not prepares:
         raise _err(f"database '{t['mysql_db']}' does not exist on {where}, and the plan does not prepare its "
                    "tables (\"prepare\": true or \"reset\": true): create and prepare it first "
-                   f"(scripts/k6 run -e mysql_db={t['mysql_db']} -e tables=N -e table_size=N k6/prepare.js after "
-                   f"CREATE DATABASE {t['mysql_db']}), or give --mysql-db (nothing was run)")
+                   f"(scripts/k6 run -e mysql_db={t['mysql_db']} "
+                   + (f"-e tpcc_command=prepare -e warehouses=N {contract.TPCC_SCRIPT}" if tpcc else
+                      "-e tables=N -e table_size=N k6/prepare.js")
+                   + f" after CREATE DATABASE {t['mysql_db']}), or give --mysql-db (nothing was run)")
     c = connect(dict(t, mysql_db=None))
     try:
         with c.cursor() as cur:
@@ -344,7 +355,7 @@ class PlanRun:
                 conflict = unistore_conflict(plan, [x["name"] for x in plan["arms"] if self.target_of(x) == key], store)
                 if conflict:
                     raise _err(f"{t['mysql_host']}:{t['mysql_port']}: {conflict}")
-                ensure_database(t, bool(plan.get("prepare") or plan.get("reset")))
+                ensure_database(t, bool(plan.get("prepare") or plan.get("reset")), contract.TPCC in plan["workloads"])
             except ReportError:
                 raise
             except Exception as e:  # pymysql's errors, refused ports, unknown hosts
@@ -565,10 +576,9 @@ def prepare_once(plan, arms, names, targets, state, ppath, results, sw):
             continue
         common = [x for k, v in arm_options(plan, arms[n]).items() for x in ("-e", f"{k}={v}")]
         t0 = time.time()
-        if sw.k6([*common, "-e", "command=cleanup", "k6/prepare.js"], results) != 0:
-            raise ReportError(f"prepare for arm '{n}' ({key}): prepare.js cleanup failed")
-        if sw.k6([*common, "-e", f"threads={plan.get('prepare_threads', 4)}", "k6/prepare.js"], results) != 0:
-            raise ReportError(f"prepare for arm '{n}' ({key}): prepare.js prepare failed")
+        for what, args in sw.prepare_commands(plan["workloads"][0], common, plan.get("prepare_threads", 4)):
+            if sw.k6(args, results) != 0:
+                raise ReportError(f"prepare for arm '{n}' ({key}): {what} failed")
         print(f"plan: prepared {key} for arm {n} in {time.time() - t0:.0f} s", flush=True)
         state["prepared"].append(key)
         sw.save_json(ppath, state)

@@ -5,7 +5,8 @@ tables of 10,000,000 rows, 150..3,072 threads, 5 or 20 minutes a step. On the co
 `scripts/sweep --plan FILE`:
 
 - `--scale F` (0 < F <= 1) multiplies the rows per table (`table_size`) by F, rounded, at least
-  MIN_ROWS (or the plan's own size when that is smaller). Only the rows: the table count, the
+  MIN_ROWS (or the plan's own size when that is smaller); a TPC-C plan's `warehouses` instead
+  (rounded, at least 1: plans/tpcc-pingcap.json). Only the size: the table count, the
   thread steps and the times stay the plan's unless
 - `--threads 1,2`, `--time S`, `--warmup-time S` replace the plan's thread steps and times
   (150..1,200 threads are not something a laptop can honestly run), `--workloads W1,W2` runs a
@@ -24,7 +25,7 @@ in every arm's sweep manifest (`scaled`), which the report prints.
 import copy
 import re
 
-from tidbbench import ReportError
+from tidbbench import ReportError, contract
 from tidbbench.commands import DEFAULTS
 
 MIN_ROWS = 1000
@@ -91,6 +92,15 @@ def fmt_rows(n):
     return f"{int(n):,}"
 
 
+def scale_warehouses(opts, f, text):
+    """A TPC-C plan's size is its warehouses (go-tpc's --warehouses): x f, rounded, at least 1;
+    the note the report prints."""
+    wh = int(opts.get("warehouses") or DEFAULTS["warehouses"])
+    opts["warehouses"] = max(1, int(round(wh * f)))
+    return (f"{fmt_rows(opts['warehouses'])} warehouse{'' if opts['warehouses'] == 1 else 's'} "
+            f"(plan: {fmt_rows(wh)}, --scale {text})")
+
+
 def apply(plan, path, a):
     """The plan as the command line changes it: (new plan, overrides, scaled text or None).
     `a` is scripts/sweep's parsed arguments. Raises ReportError (exit 2) before anything runs."""
@@ -103,7 +113,10 @@ def apply(plan, path, a):
            "threads": list(plan["threads"]), "time": opts.get("time", DEFAULTS["time"]),
            "warmup_time": opts.get("warmup_time", DEFAULTS["warmup_time"]), "workloads": list(plan["workloads"])}
     notes = []
-    if getattr(a, "scale", None) is not None:
+    if getattr(a, "scale", None) is not None and contract.TPCC in plan["workloads"]:
+        overrides["scale"] = parse_scale(a.scale)
+        notes.append(scale_warehouses(opts, overrides["scale"], a.scale))
+    elif getattr(a, "scale", None) is not None:
         f = parse_scale(a.scale)
         rows = scaled_rows(was["table_size"], f)
         opts["table_size"] = rows

@@ -203,7 +203,8 @@ def k6_check(common, workloads, threads):
     args = [x for i, x in enumerate(common) if not x.startswith("mysql_password=")
             and not (x == "-e" and i + 1 < len(common) and common[i + 1].startswith("mysql_password="))]
     for w in workloads:
-        p = subprocess.run([k6bin, "inspect", *args, "-e", f"workload={w}", "-e", f"threads={threads}", "oltp.js"],
+        script = ["tpcc.js"] if w == contract.TPCC else ["-e", f"workload={w}", "oltp.js"]
+        p = subprocess.run([k6bin, "inspect", *args, "-e", f"threads={threads}", *script],
                            cwd=ROOT / "k6", capture_output=True, text=True, timeout=120)
         if p.returncode != 0:
             m = re.search(r"((?:invalid|unknown) option [^\n\\\"]*)", p.stdout + p.stderr)
@@ -229,10 +230,9 @@ def run_sample(entry, common, threads, results, a, tables, analyze_target, befor
     w = entry["workload"]
     if a.reset:
         t0 = time.time()
-        if k6([*common, "-e", "command=cleanup", "k6/prepare.js"], results) != 0:
-            raise ReportError(f"reset before {w}: prepare.js cleanup failed")
-        if k6([*common, "-e", f"threads={a.prepare_threads}", "k6/prepare.js"], results) != 0:
-            raise ReportError(f"reset before {w}: prepare.js prepare failed")
+        for what, args in prepare_commands(w, common, a.prepare_threads):
+            if k6(args, results) != 0:
+                raise ReportError(f"reset before {w}: {what} failed")
         entry["reset_seconds"] = round(time.time() - t0, 1)
     if a.analyze:
         t0 = time.time()
@@ -242,14 +242,25 @@ def run_sample(entry, common, threads, results, a, tables, analyze_target, befor
         before()
     entry["host"] = host_info()
     entry["started"] = now_ms()
-    rc = k6(["-e", f"workload={w}", "-e", f"threads={threads}", "-e", f"testid={entry['testid']}",
-             *common, "k6/oltp.js"], results)
+    script = [contract.TPCC_SCRIPT] if w == contract.TPCC else ["-e", f"workload={w}", "k6/oltp.js"]
+    rc = k6([*script[:-1], "-e", f"threads={threads}", "-e", f"testid={entry['testid']}", *common, script[-1]], results)
     entry["finished"] = now_ms()
     if rc != 0:
         raise ReportError(f"the {w} run (testid {entry['testid']}) failed: k6 exited {rc}")
     if not (results / f"{entry['testid']}.json").is_file():
         raise ReportError(f"the {w} run (testid {entry['testid']}) wrote no manifest "
                           f"{results / (entry['testid'] + '.json')}")
+
+
+def prepare_commands(w, common, threads):
+    """[(what, k6 arguments)] that drop and load the tables of workload w: prepare.js's cleanup and
+    prepare for sysbench's, tpcc.js's (go-tpc's) for TPC-C."""
+    if w == contract.TPCC:
+        return [("tpcc.js cleanup", [*common, "-e", "tpcc_command=cleanup", contract.TPCC_SCRIPT]),
+                ("tpcc.js prepare", [*common, "-e", "tpcc_command=prepare", "-e", f"threads={threads}",
+                                     contract.TPCC_SCRIPT])]
+    return [("prepare.js cleanup", [*common, "-e", "command=cleanup", "k6/prepare.js"]),
+            ("prepare.js prepare", [*common, "-e", f"threads={threads}", "k6/prepare.js"])]
 
 
 def sample_testid(base, w, repeat, repeats):
