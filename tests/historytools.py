@@ -66,7 +66,7 @@ TPCC_GOLDEN_DIR = ROOT / "tests/golden/tpcc"
 
 def tpcc_golden():
     """The recorded TPC-C run manifest (one real run of k6/tpcc.js on the local TiDB)."""
-    (f,) = sorted(TPCC_GOLDEN_DIR.glob("*.json"))
+    (f,) = sorted(TPCC_GOLDEN_DIR.glob("golden-*.json"))  # beside it: the report's fixtures (README.md)
     return json.loads(f.read_text())
 
 
