@@ -1233,21 +1233,30 @@ function runOptions() {
   };
 }
 var options = __VU === 0 ? runOptions() : void 0;
-var spec = { dsn: dsn(o), warehouses: o.warehouses, parts: o.parts, wait: o.wait, check_all: o.check_all, ignore_error: o.ignore_error };
+var spec = { dsn: dsn(o), warehouses: o.warehouses, parts: o.parts, wait: o.wait, check_all: o.check_all, ignore_error: o.ignore_error, no_check: o.no_check };
 var tpcc = o.help ? null : tbs10.tpcc("tpcc", spec);
 var rec = o.help || CMD !== "run" ? null : tbs10.tpccRecorder();
 function tableSet(db) {
   return new Set(db.query("SELECT table_name AS t FROM information_schema.tables WHERE table_schema = DATABASE()").map((r) => asText(r.t || r.T || r.TABLE_NAME || r.table_name).toLowerCase()));
 }
 var rowsOf = (db, t) => Number(asText(db.query(`SELECT COUNT(*) AS n FROM ${t}`)[0].n));
+var CLEANUP = "k6 run -e tpcc_command=cleanup tpcc.js";
+function unfinished(at, mk) {
+  const w = mk.warehouses || o.warehouses;
+  const why = mk.state === "checking" ? "go-tpc's load ended, but its prepare check did not pass (or was stopped)" : "its tables are partly loaded";
+  return new Error(`${at} holds a prepare of ours that did not finish (its marker, table ${mk.table}: state ${mk.state}${mk.started ? `, started ${mk.started} UTC` : ""}, ${w} warehouses): ${why}. Clean up, then prepare again: ${CLEANUP}; k6 run -e tpcc_command=prepare -e warehouses=${w} tpcc.js`);
+}
 function checkSchema(db) {
   const have = tableSet(db);
+  const mk = tpcc.marker();
   const present = TABLES.filter((t) => have.has(t));
   const at = `database '${o.mysql_db}' at ${o.mysql_host}:${o.mysql_port}`;
-  if (CMD === "prepare" && present.length) {
-    throw new Error(`table ${present[0]} already exists in ${at} (${present.length} of ${TABLES.length} go-tpc tables exist); nothing was changed. Run cleanup first (k6 run -e tpcc_command=cleanup tpcc.js)`);
+  if (CMD === "prepare" && (present.length || mk.exists)) {
+    const what = present.length ? `table ${present[0]} already exists in ${at} (${present.length} of ${TABLES.length} go-tpc tables exist${mk.exists ? `, and our prepare marker ${mk.table}, state ${mk.state}` : ""})` : `our prepare marker (table ${mk.table}, state ${mk.state}) exists in ${at}`;
+    throw new Error(`${what}; nothing was changed. Run cleanup first (${CLEANUP})`);
   }
   if (CMD !== "run" && CMD !== "check") return;
+  if (mk.exists && mk.state !== "done") throw unfinished(at, mk);
   const missing = TABLES.filter((t) => !have.has(t));
   if (missing.length) {
     throw new Error(`table ${missing[0]} does not exist in ${at} (${missing.length} of ${TABLES.length} go-tpc tables missing): run prepare first: k6 run -e tpcc_command=prepare -e warehouses=${o.warehouses} tpcc.js`);
@@ -1285,13 +1294,13 @@ function command() {
     else tpcc.cleanup();
   } catch (e) {
     const m = String(e.message || e).replace(/^GoError: /, "");
-    const hint = CMD === "prepare" ? ": the go-tpc tables are partly loaded; clean up (k6 run -e tpcc_command=cleanup tpcc.js) before preparing again" : "";
+    const hint = CMD === "prepare" ? `: the prepare did not finish (its prepare marker says so: run and check refuse the database); clean up (${CLEANUP}) before preparing again` : "";
     const msg = `tpcc ${CMD} failed at ${where(o)}: ${m}${hint}`;
     console.error(`FATAL: ${msg}`);
     exec4.test.abort(msg);
     return;
   }
-  console.log(`tpcc ${CMD} done in ${((Date.now() - t0) / 1e3).toFixed(1)} s${CMD === "prepare" ? ` (${o.warehouses} warehouses, ${o.threads[0]} threads; go-tpc's prepare check passed)` : ""}${CMD === "check" ? ` (${o.warehouses} warehouses: every condition passed)` : ""}`);
+  console.log(`tpcc ${CMD} done in ${((Date.now() - t0) / 1e3).toFixed(1)} s${CMD === "prepare" ? ` (${o.warehouses} warehouses, ${o.threads[0]} threads; ${o.no_check ? "no_check: go-tpc's prepare check skipped" : "go-tpc's prepare check passed"})` : ""}${CMD === "check" ? ` (${o.warehouses} warehouses: every condition passed)` : ""}`);
 }
 var scenario = "";
 var threadId = 0;

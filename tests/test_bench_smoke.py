@@ -142,7 +142,8 @@ def test_bench_bad_input():
     for args, named in ((["--figures", "runs,speed"], "'speed'"), (["--targets", "postgres"], "'postgres'"),
                         (["--workloads", "oltp_nope"], "'oltp_nope'"), (["--pin-db", "1", "--pin-client", "1"], "1"),
                         (["--db", "other"], "'other'"), (["--setup-threads", "100,x"], "'100,x'"),
-                        (["--k6-option", "threads_per_vux=2"], "'threads_per_vux=2'")):
+                        (["--k6-option", "threads_per_vux=2"], "'threads_per_vux=2'"),
+                        (["--figures", "tpcc", "--tpcc-threads", "0"], "--tpcc-threads 0")):
         p = bench(*args, timeout=60)
         assert p.returncode != 0, (args, p.stdout)
         assert "error:" in p.stderr and named in p.stderr, (args, p.stderr)

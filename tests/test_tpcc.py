@@ -1,20 +1,27 @@
 """Issue #46: TPC-C as go-tpc v1.0.7 runs it, in our k6 (k6/tpcc.js, which drives go-tpc's own
-tpcc package: k6/ext/tbs/tpcc*.go). On the local TiDB (MariaDB: docs/tpcc.md says why not yet), 1 warehouse, against go-tpc's own CLI
-of the same release (scripts/build gotpc):
+tpcc package: k6/ext/tbs/tpcc*.go). On the local TiDB and MariaDB, 1 warehouse, against go-tpc's
+own CLI of the same release (scripts/build gotpc):
   - after our prepare, go-tpc's `check` passes on our data, and the tables are go-tpc's: the same
     CREATE TABLE, the same row counts where generation fixes them (order_line's depends on the
     random o_ol_cnt: within its spread), the same distributions where it is random;
   - after a short run of ours, go-tpc's check still passes; after a short go-tpc run, ours passes;
-  - the two runs execute the same statement digests (the server's statement summary, differenced
-    over the run, each tool on its own database) in the same proportions, and our manifest's mix
-    of transaction types is go-tpc's weights;
-  - bad input (warehouses, parts, threads, no schema, an existing schema) stops before any load.
+  - the two runs execute the same statement digests (TiDB: its statement summary, differenced
+    over the run, each tool on its own database; MariaDB, without performance_schema: its general
+    log, digested here, each tool as its own user) in the same proportions, and our manifest's
+    mix of transaction types is go-tpc's weights;
+  - on MariaDB both prepares skip their check and an index on history serves go-tpc's checks
+    (HISTORY_INDEX says why);
+  - bad input (warehouses, parts, threads, no schema, an existing schema) stops before any load;
+    a prepare killed mid-load is refused by run and check (its marker) until cleaned up.
 go-tpc takes its password only as an argument, which the house rules forbid: it connects as a
 test user without a password that can reach the test's two databases only, dropped afterwards."""
 import math
+import os
 import re
+import signal
 import subprocess
 import time
+from contextlib import contextmanager
 
 import pytest
 
@@ -25,6 +32,7 @@ pytestmark = pytest.mark.full
 GOTPC = ROOT / "bin" / "go-tpc"
 OURS, REF = "sbtest_tpcc_ours", "sbtest_tpcc_ref"
 USER = "tbs_gotpc"
+OURS_USER = "sbtest"  # the stack's benchmark user, whom scripts/k6 connects as (conftest's connect too)
 TABLES = ["item", "customer", "district", "history", "new_order", "order_line", "orders", "stock", "warehouse"]
 # rows go-tpc's generation fixes for 1 warehouse (TPC-C 4.3.3.1); order_line's is random
 EXACT = {"item": 100000, "warehouse": 1, "district": 10, "customer": 30000, "history": 30000,
@@ -88,8 +96,10 @@ def digests(target, db):
 
 
 # what is not the workload: tpcc.js's set-up queries (their aliases v, t, n; SHOW GLOBAL VARIABLES
-# for the manifest) and each tool's USE of its database
-NOT_WORKLOAD = re.compile(r"as `[vtn]`|^show global variables|^use `", re.I)
+# for the manifest; the prepare marker's), each tool's USE of its database, and MariaDB's general
+# log's own statements (the statements scenario asks whether performance_schema is on)
+NOT_WORKLOAD = re.compile(r"\bas `?[vtn]`?(\s|$)|^show global variables|^use `|information_schema|performance_schema|"
+                          r"tbs_tpcc_prepare", re.I)
 
 
 def ran(before, after):
@@ -102,7 +112,85 @@ def shares(d):
     return {k: v / total for k, v in d.items()}
 
 
-@pytest.fixture(scope="module", params=["tidb"])
+# MariaDB's general log holds each statement's text with its values: a digest of our own puts
+# ? for every literal and one (...) for a list of them (an IN list, a multi-row VALUES), as the
+# servers' digests do.
+LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|(?<![\w)])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|\bnull\b", re.I)
+LIST = re.compile(r"\(\s*\?(?:\s*,\s*\?)*\s*\)")
+LISTS = re.compile(r"\(\.\.\.\)(?:\s*,\s*\(\.\.\.\))+")
+
+
+def digest_of(text):
+    t = re.sub(r"\s+", " ", LITERAL.sub("?", text.replace("\\n", " ").replace("\\t", " "))).strip().lower()
+    return LISTS.sub("(...)", LIST.sub("(...)", t))
+
+
+@contextmanager
+def general_log():
+    """MariaDB's general query log, in mysql.general_log, while inside: the local stack's MariaDB
+    runs without performance_schema (a startup option), so its digest summary is empty. Yields a
+    list that holds, after the block, (user, text) of each statement run (Query and Execute)."""
+    [[output]] = mariadb_root("SELECT @@GLOBAL.log_output")
+    mariadb_root("SET GLOBAL general_log = OFF; TRUNCATE TABLE mysql.general_log; "
+                 "SET GLOBAL log_output = 'TABLE'; SET GLOBAL general_log = ON")
+    statements = []
+    try:
+        yield statements
+    finally:
+        mariadb_root("SET GLOBAL general_log = OFF")
+        statements += [tuple(r) for r in mariadb_root(
+            "SELECT SUBSTRING_INDEX(user_host, '[', 1), CONVERT(argument USING utf8mb4) FROM mysql.general_log "
+            "WHERE command_type IN ('Query', 'Execute')") if len(r) == 2]
+        mariadb_root(f"TRUNCATE TABLE mysql.general_log; SET GLOBAL log_output = '{output}'")
+
+
+@contextmanager
+def statements_ran(target, r):
+    """r["ran"]: ({digest: executions} of ours, of go-tpc's) over the block. TiDB: its statement
+    summary (each tool on its own database). MariaDB: its general log (each tool as its own
+    user: ours the stack's, go-tpc USER)."""
+    if target == "tidb":
+        before = digests(target, OURS), digests(target, REF)
+        yield
+        r["ran"] = ran(before[0], digests(target, OURS)), ran(before[1], digests(target, REF))
+        return
+    with general_log() as statements:
+        yield
+    by_user = {}
+    for user, text in statements:
+        d = by_user.setdefault(user, {})
+        d[digest_of(text)] = d.get(digest_of(text), 0) + 1
+    assert USER in by_user and OURS_USER in by_user, sorted(by_user)  # others: the stack's exporter
+    r["ran"] = ran({}, by_user[OURS_USER]), ran({}, by_user[USER])
+
+
+# On MariaDB both prepares skip their check (go-tpc's --no-check, our no_check), and the test adds
+# an index to both databases before go-tpc's checks: condition 3.3.2.10 sums each customer's
+# history, which go-tpc indexes by warehouse only, so MariaDB scans it per customer (30,000 x
+# 30,000 rows for 1 warehouse: minutes; docs/tpcc.md). TiDB decorrelates the subquery.
+HISTORY_INDEX = "CREATE INDEX tbs_test_h_customer ON history (h_c_w_id, h_c_d_id, h_c_id)"
+
+
+def prepare_both(target, r):
+    """Each tool's prepare, side by side, and what the tests compare of their tables."""
+    t0 = time.time()
+    no_check = target == "mariadb"
+    ref = go_tpc(target, REF, "prepare", *(["--no-check"] if no_check else []))
+    ours(target, OURS, "-e", "tpcc_command=prepare", "-e", f"threads={THREADS}", "-e", f"no_check={str(no_check).lower()}")
+    r["ours_prepare_s"] = time.time() - t0
+    ended(ref)
+    r["prepare_s"] = time.time() - t0
+    r["counts"] = (counts(target, OURS), counts(target, REF))
+    r["create"] = {t: (create_table(target, OURS, t), create_table(target, REF, t)) for t in TABLES}
+    r["stats"] = {db: (float(sql(target, "SELECT AVG(c_credit = 'BC') FROM customer", db)[0][0]),
+                       float(sql(target, "SELECT AVG(s_quantity) FROM stock", db)[0][0])) for db in (OURS, REF)}
+    r["marker"] = sql(target, "SELECT state, warehouses, parts, checked, gotpc FROM tbs_tpcc_prepare", OURS)
+    if no_check:
+        for db in (OURS, REF):
+            sql(target, HISTORY_INDEX, db)
+
+
+@pytest.fixture(scope="module", params=["tidb", "mariadb"])
 def runs(request, stack):
     """On one target, each tool's prepare, check and short run, the two tools side by side on
     databases of their own (ours on OURS, go-tpc on REF): what the tests below compare."""
@@ -117,22 +205,13 @@ def runs(request, stack):
         root(target, f"GRANT ALL PRIVILEGES ON {db}.* TO '{USER}'@'{host}'")
     r = {"target": target}
     t0 = time.time()
-    ref = go_tpc(target, REF, "prepare")
-    ours(target, OURS, "-e", "tpcc_command=prepare", "-e", f"threads={THREADS}")
-    r["ours_prepare_s"] = time.time() - t0
-    ended(ref)
-    r["prepare_s"] = time.time() - t0
-    r["counts"] = (counts(target, OURS), counts(target, REF))
-    r["create"] = {t: (create_table(target, OURS, t), create_table(target, REF, t)) for t in TABLES}
-    r["stats"] = {db: (float(sql(target, "SELECT AVG(c_credit = 'BC') FROM customer", db)[0][0]),
-                       float(sql(target, "SELECT AVG(s_quantity) FROM stock", db)[0][0])) for db in (OURS, REF)}
+    prepare_both(target, r)
     r["check_after_prepare"] = ended(go_tpc(target, OURS, "check"))
-    before = digests(target, OURS), digests(target, REF)
-    ref = go_tpc(target, REF, "run", "--time", f"{RUN_S}s")
-    p = ours(target, OURS, "-e", f"threads={THREADS}", "-e", f"time={RUN_S}")
-    ended(ref)
+    with statements_ran(target, r):
+        ref = go_tpc(target, REF, "run", "--time", f"{RUN_S}s")
+        p = ours(target, OURS, "-e", f"threads={THREADS}", "-e", f"time={RUN_S}")
+        ended(ref)
     r["manifest"] = summary(run_testid(p.stdout + p.stderr))
-    r["ran"] = ran(before[0], digests(target, OURS)), ran(before[1], digests(target, REF))
     ref = go_tpc(target, OURS, "check")  # go-tpc's check on the data our run left
     r["our_check_of_gotpc_data"] = ours(target, REF, "-e", "tpcc_command=check", "-e", f"threads={THREADS}")
     r["check_after_run"] = ended(ref)
@@ -159,6 +238,8 @@ def test_prepare_is_gotpcs(runs):
         assert abs(bc - 0.10) < 0.01, (db, bc)
         assert abs(q - 55) < 0.5, (db, q)
     check_passed(runs["check_after_prepare"])
+    # our prepare's marker: done, with what it loaded (checked: go-tpc's prepare check ran)
+    assert runs["marker"] == (("done", 1, 1, int(runs["target"] == "tidb"), "v1.0.7"),), runs["marker"]
 
 
 def test_run_is_gotpcs(runs):
@@ -177,11 +258,16 @@ def test_run_is_gotpcs(runs):
     d_ours, d_ref = runs["ran"]
     print(f"{runs['target']}: ours {n} transactions in {step['elapsed_s']:.1f} s, tpmC {step['tpmC']:.0f}; "
           f"{len(d_ours)} digests, {sum(d_ours.values())} statements (go-tpc's run: {len(d_ref)}, {sum(d_ref.values())})")
-    assert set(d_ours) == set(d_ref), (sorted(set(d_ours) - set(d_ref)), sorted(set(d_ref) - set(d_ours)))
-    assert len(d_ours) >= 30  # the five transactions' statements, BEGIN and COMMIT
     s_ours, s_ref = shares(d_ours), shares(d_ref)
     n_ours, n_ref = sum(d_ours.values()), sum(d_ref.values())
-    for d in s_ours:
+    for d in set(d_ours) ^ set(d_ref):
+        # a digest one run lacks must be rare enough to miss a short run (the 1% New-Order
+        # rollback): at the other run's share, under 5 expected in this one (absent: p > 0.7%)
+        expected = s_ours[d] * n_ref if d in d_ours else s_ref[d] * n_ours
+        assert expected < 5, (d, d_ours.get(d), d_ref.get(d), expected)
+    common = set(d_ours) & set(d_ref)
+    assert len(common) >= 30  # the five transactions' statements, BEGIN and COMMIT
+    for d in common:
         p_ = (s_ours[d] * n_ours + s_ref[d] * n_ref) / (n_ours + n_ref)
         sd = math.sqrt(p_ * (1 - p_) * (1 / n_ours + 1 / n_ref))
         # statements come in transactions, not one by one: a loose bound, 6 sd and 1 point
@@ -244,4 +330,61 @@ def test_prepare_over_a_schema_and_a_stopped_prepare(stack):
     check_bad(p, ["holds 0 warehouses, 0 districts and 0 items", "a prepare that stopped leaves it partly loaded"])
     p = k6("run", "-e", f"mysql_db={db}", "-e", "tpcc_command=cleanup", "tpcc.js", timeout=60)
     assert sql("tidb", "SHOW TABLES", db) == ()
+    sql("tidb", f"DROP DATABASE {db}")
+
+
+def marker_state(db):
+    rows = sql("tidb", "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() "
+                       "AND table_name IN ('tbs_tpcc_prepare', 'item')", db)
+    if rows[0][0] < 2:
+        return None, 0
+    return sql("tidb", "SELECT state FROM tbs_tpcc_prepare", db)[0][0], sql("tidb", "SELECT COUNT(*) FROM item", db)[0][0]
+
+
+def kill_prepare_mid_load(db):
+    """Starts our prepare on `db` and kills k6 (SIGKILL, its whole process group: scripts/k6's
+    launcher and the k6 under it) once go-tpc has loaded its first rows; returns the marker's
+    state and the items loaded then."""
+    p = subprocess.Popen([str(ROOT / "scripts/k6"), "run", "-e", f"mysql_db={db}", "-e", "warehouses=1", "-e", "threads=2",
+                          "-e", "tpcc_command=prepare", "tpcc.js"], cwd=ROOT / "k6", env={**os.environ, "K6_OUT": ""},
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        state, items = None, 0
+        while time.time() < deadline and p.poll() is None and not items:
+            time.sleep(0.1)
+            state, items = marker_state(db)
+        assert p.poll() is None and items, f"the prepare ended (exit {p.returncode}) or loaded nothing in 120 s"
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(timeout=30)
+        return state, items
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+
+
+def test_a_killed_prepare_is_refused_until_cleaned_up(stack):
+    """Issue #46 item 6: a prepare killed in go-tpc's load leaves its marker at `loading`: run and
+    check refuse the database naming cleanup, prepare refuses it too (nothing changed); after
+    cleanup, a prepare and a run work."""
+    db = fresh_db("tidb", "sbtest_tpcc_killed")
+    common = ["-e", f"mysql_db={db}", "-e", "warehouses=1"]
+    state, items = kill_prepare_mid_load(db)
+    assert state == "loading" and 0 < items, (state, items)
+    for command in ("run", "check"):
+        p = k6("run", *common, "-e", f"tpcc_command={command}", "tpcc.js", check=False, timeout=60)
+        check_bad(p, ["holds a prepare of ours that did not finish", "table tbs_tpcc_prepare: state loading",
+                      "its tables are partly loaded", "k6 run -e tpcc_command=cleanup tpcc.js",
+                      "k6 run -e tpcc_command=prepare -e warehouses=1 tpcc.js"])
+    p = k6("run", *common, "-e", "tpcc_command=prepare", "tpcc.js", check=False, timeout=60)
+    check_bad(p, ["already exists", "our prepare marker tbs_tpcc_prepare, state loading", "nothing was changed",
+                  "k6 run -e tpcc_command=cleanup tpcc.js"])
+    assert marker_state(db)[0] == "loading"
+    k6("run", *common, "-e", "tpcc_command=cleanup", "tpcc.js", timeout=60)
+    assert sql("tidb", "SHOW TABLES", db) == ()
+    k6("run", *common, "-e", "tpcc_command=prepare", "-e", "threads=2", "-e", "no_check=true", "tpcc.js", timeout=300)
+    assert sql("tidb", "SELECT state, checked FROM tbs_tpcc_prepare", db) == (("done", 0),)
+    p = k6("run", *common, "-e", "threads=2", "-e", "time=2", "tpcc.js", env={"K6_OUT": ""}, timeout=120)
+    (step,) = summary(run_testid(p.stdout + p.stderr))["steps"]
+    assert step["transactions"] > 0 and step["errors"] == 0, step
     sql("tidb", f"DROP DATABASE {db}")

@@ -21,6 +21,8 @@ Figures (--figures, default runs,tax,scale,setup; prepare and the --soak-rss mod
            point select, --setup-seconds each (benchscale.py).
   prepare  rows/s of prepare, ours/sysbench (4 threads), and the ceiling for a client that costs
            nothing.
+  tpcc     TPC-C (k6/tpcc.js) against go-tpc v1.0.7's CLI (bin/go-tpc): prepare rows/s and client
+           CPU per transaction, --tpcc-warehouses, --tpcc-threads, --tpcc-seconds (benchtpcc.py).
   --soak-rss [--minutes 10]: only this: k6's RSS (/proc, every --soak-interval s) over a
            full-speed oltp_point_select run: its mean over the minute around minute
            min(2, minutes/3) against its mean over the last minute (RssAnon and RssFile beside).
@@ -32,7 +34,7 @@ is set, as scripts/k6 runs oltp.js against a local database (prepare.js keeps ev
 Without remote write unless the figure is about it (tax, soak): the load generator is measured.
 
   tools/bench [--targets mariadb,tidb] [--workloads oltp_point_select,oltp_read_only,oltp_read_write,oltp_write_only | all]
-                [--threads 8,64] [--seconds 15] [--rounds 3] [--figures runs,tax,scale,setup[,prepare]]
+                [--threads 8,64] [--seconds 15] [--rounds 3] [--figures runs,tax,scale,setup[,prepare][,tpcc]]
                 [--scale-threads 1500] [--setup-threads 100,500,1500] [--no-pin | --pin-db 0 --pin-client 1] [--db sbtest_bench]
   tools/bench --soak-rss [--minutes 10] [--targets mariadb]
 
@@ -55,14 +57,14 @@ from pathlib import Path
 from tidbbench.k6env import read_k6_env
 from tbstools import benchkit as bk
 from tbstools.benchkit import PORTS, k6_result, sysbench_queries, verdict
-from tbstools import benchscale
+from tbstools import benchscale, benchtpcc
 
 ROOT = Path(__file__).resolve().parents[2]
 
 STATE = Path(os.environ.get("TBS_STATE", ROOT / ".stack"))
 SERVER_PID = {"tidb": "tidb.pid", "mariadb": "mariadbd.pid"}
 WORKLOADS = ["oltp_point_select", "oltp_read_only", "oltp_read_write", "oltp_write_only"]
-FIGURES = ["runs", "tax", "scale", "setup", "prepare"]
+FIGURES = ["runs", "tax", "scale", "setup", "prepare", "tpcc"]
 CONTRACT = json.loads((ROOT / "k6/contract.json").read_text())
 DB = "sbtest_bench"  # --db: ours; sysbench's is DB + "_sb"
 PIN = None  # bk.Pinning while the database is pinned
@@ -478,6 +480,9 @@ def parse_args():
     ap.add_argument("--setup-rounds", type=int, default=1, help="runs of each client per thread count (medians)")
     ap.add_argument("--prepare-table-size", type=int, default=200000,
                     help="rows per table for the prepare comparison (k6's start-up is part of its time)")
+    ap.add_argument("--tpcc-warehouses", type=int, default=1, help="warehouses of the tpcc figure")
+    ap.add_argument("--tpcc-threads", type=int, default=2, help="threads of the tpcc figure's prepare and run")
+    ap.add_argument("--tpcc-seconds", type=int, default=20, help="seconds of the tpcc figure's runs")
     ap.add_argument("--soak-rss", action="store_true", help="only the RSS soak: a --minutes long oltp_point_select run")
     ap.add_argument("--minutes", type=float, default=10)
     ap.add_argument("--soak-interval", type=float, default=3.0, help="seconds between RSS samples")
@@ -518,7 +523,8 @@ def checked_args():
             assert all(x > 0 for x in getattr(a, name))
         except (ValueError, AssertionError):
             sys.exit(f"error: --{name.replace('_', '-')} '{getattr(a, name)}' must be positive integers separated by commas")
-    for name in ("seconds", "rounds", "tables", "table_size", "scale_threads", "setup_seconds", "setup_rounds"):
+    for name in ("seconds", "rounds", "tables", "table_size", "scale_threads", "setup_seconds", "setup_rounds",
+                 "tpcc_warehouses", "tpcc_threads", "tpcc_seconds"):
         if getattr(a, name) < 1:
             sys.exit(f"error: --{name.replace('_', '-')} {getattr(a, name)} must be at least 1")
     if a.minutes <= 0 or a.soak_interval <= 0:
@@ -532,6 +538,8 @@ def checked_args():
     if needs_sysbench and not shutil.which("sysbench"):
         sys.exit("error: sysbench is not installed (the runs, scale and prepare figures compare with sysbench 1.0.20): "
                  "apt-get install sysbench, or --figures tax")
+    if "tpcc" in figures and not benchtpcc.GOTPC.exists():
+        sys.exit(f"error: {benchtpcc.GOTPC} is missing (go-tpc v1.0.7's CLI, the tpcc figure's reference): scripts/build gotpc")
     if (os.cpu_count() or 1) < 2 and not a.no_pin:
         sys.exit("error: pinning needs 2 cores (this machine has 1): use --no-pin")
     return a, targets, figures, scale_target
@@ -582,7 +590,13 @@ def main():
 
 
 def figures_of_target(target, targets, figures, pids, a):
-    """The prepare, runs and tax figures of one target (the tables made and the server pinned first)."""
+    """The tpcc, prepare, runs and tax figures of one target (the tables made and the server pinned first)."""
+    if "tpcc" in figures:
+        clients = benchtpcc.Clients(run=run, k6_cmd=k6_cmd, k6_env=k6_env, go_env=go_env,
+                                    pin=lambda t: PIN and PIN.pin_server(pids[t]), unpin=lambda: PIN and PIN.restore())
+        benchtpcc.figure_tpcc(clients, STATE, target, a)
+    if not {"prepare", "runs", "tax"} & set(figures):
+        return
     if "prepare" in figures:
         sb, ours, ceiling = prepare(target, a.tables, a.prepare_table_size, 4, a.rounds)
         print(f"prepare: {target} (rows/s, 4 threads): sysbench {sb:.0f} rows/s, ours {ours:.0f} rows/s, ratio {ours / sb:.2f}; "

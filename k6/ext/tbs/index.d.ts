@@ -409,15 +409,18 @@ export interface TpccOptions {
   wait: boolean;
   check_all: boolean;
   ignore_error: boolean;
+  no_check: boolean;
 }
 
 /** go-tpc's workload on one target (k6/ext/tbs/tpcc.go). */
 export interface Tpcc {
-  /** go-tpc's prepare on `threads` threads (tables, data), then its prepare check; throws, saying what stopped it. */
+  /** go-tpc's prepare on `threads` threads (tables, data), then its prepare check (not with no_check), recorded in the prepare marker; throws, saying what stopped it. */
   prepare(threads: number): void;
+  /** The prepare marker (k6/ext/tbs/tpccmarker.go): { table, exists } and, when it exists, { state: 'loading' | 'checking' | 'done', warehouses, parts, checked, gotpc_version, started, finished }. */
+  marker(): Record<string, any>;
   /** go-tpc's consistency check on `threads` threads; throws naming the warehouse and condition that failed. */
   check(threads: number): void;
-  /** go-tpc's cleanup: drops its tables. */
+  /** go-tpc's cleanup: drops its tables, then the prepare marker. */
   cleanup(): void;
   /** go-tpc's transactions in its order, their weights and go-tpc's release: { names, weights, version }. */
   txns(): { names: string[]; weights: number[]; version: string };

@@ -29,7 +29,7 @@
 // (+ notevalue.go), process.go, disturb.go, testid.go, hash.go, exec.go (the statement runner), batch.go
 // (its statements on a held connection), loop.go (the native event loop), group.go (a VU's
 // threads), rand.go (sysbench's random numbers); TPC-C, go-tpc v1.0.7's workload driven from
-// k6: tpcc.go (its commands), tpcchook.go (each transaction it runs), tpccthread.go (a VU's
+// k6: tpcc.go (its commands), tpccmarker.go (the record of a prepare), tpcchook.go (each transaction it runs), tpccthread.go (a VU's
 // go-tpc thread), tpccstep.go (a step's figures and the k6 samples). index.d.ts is the JS API; dts_test.go keeps
 // it true.
 package tbs

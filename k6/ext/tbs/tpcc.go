@@ -33,6 +33,7 @@ type TpccOptions struct {
 	Wait        bool   `js:"wait"`
 	CheckAll    bool   `js:"check_all"`
 	IgnoreError bool   `js:"ignore_error"`
+	NoCheck     bool   `js:"no_check"` // prepare without its check (go-tpc's --no-check)
 }
 
 // validate repeats tpcc.js's checks (go-tpc panics on parts > warehouses).
@@ -141,19 +142,31 @@ func (t *Tpcc) each(threads int, f func(ctx context.Context, w workload.Workload
 
 // Prepare loads the warehouses with go-tpc's Prepare on `threads` threads (go-tpc creates
 // the tables, thread 0 loads the items, the warehouses and districts are shared out), then
-// runs go-tpc's prepare check (all its consistency conditions) as `go-tpc tpcc prepare` does.
+// runs go-tpc's prepare check (all its consistency conditions) as `go-tpc tpcc prepare` does,
+// unless no_check (its --no-check). The prepare marker (tpccmarker.go) records each stage:
+// `done` only when everything ended well.
 func (t *Tpcc) Prepare(threads int) error {
+	ctx := context.Background()
+	if err := t.markerStart(ctx); err != nil {
+		return fmt.Errorf("could not write the prepare marker (table %s): %v", TpccMarker, err)
+	}
 	if err := t.each(threads, func(ctx context.Context, w workload.Workloader, id int) error {
 		return w.Prepare(ctx, id)
 	}); err != nil {
 		return fmt.Errorf("prepare stopped: %v", err)
+	}
+	if t.o.NoCheck {
+		return t.markerSet(ctx, markerDone, false)
+	}
+	if err := t.markerSet(ctx, markerChecking, false); err != nil {
+		return err
 	}
 	if err := t.each(threads, func(ctx context.Context, w workload.Workloader, id int) error {
 		return w.CheckPrepare(ctx, id)
 	}); err != nil {
 		return fmt.Errorf("the check after prepare failed: %v", err)
 	}
-	return nil
+	return t.markerSet(ctx, markerDone, true)
 }
 
 // Check runs go-tpc's consistency check (check_all: every condition, else go-tpc's default set).
@@ -163,11 +176,14 @@ func (t *Tpcc) Check(threads int) error {
 	})
 }
 
-// Cleanup drops go-tpc's tables (DROP TABLE IF EXISTS each).
+// Cleanup drops go-tpc's tables (DROP TABLE IF EXISTS each), then the prepare marker.
 func (t *Tpcc) Cleanup() error {
-	return t.each(1, func(ctx context.Context, w workload.Workloader, id int) error {
+	if err := t.each(1, func(ctx context.Context, w workload.Workloader, id int) error {
 		return w.Cleanup(ctx, id)
-	})
+	}); err != nil {
+		return err
+	}
+	return t.markerDrop(context.Background())
 }
 
 // Close closes the pool.
