@@ -55,6 +55,21 @@ def run_panels():
     ]
 
 
+def step_table_transformations(columns):
+    """A table of thread steps from instant queries: merged into one row per step, the threads as a
+    number, the columns in the order given with their names ((field, shown name) pairs), sorted
+    by threads."""
+    return [
+        {"id": "merge", "options": {}},
+        {"id": "convertFieldType", "options": {"conversions": [
+            {"targetField": "threads", "destinationType": "number"}], "fields": {}}},
+        {"id": "organize", "options": {
+            "excludeByName": {"Time": True},
+            "indexByName": {field: i for i, (field, _) in enumerate(columns)},
+            "renameByName": dict(columns)}},
+        {"id": "sortBy", "options": {"fields": {}, "sort": [{"field": "Threads", "desc": False}]}}]
+
+
 def step_table_panels():
     """One row per thread step over its measured window."""
     return [
@@ -77,19 +92,10 @@ def step_table_panels():
                          unit_override("QPS per DB core", "short", 1),
                          unit_override("k6 CPU (cores)", "short", 2)],
               options={"sortBy": [{"displayName": "Threads", "desc": False}]},
-              transformations=[
-                  {"id": "merge", "options": {}},
-                  {"id": "convertFieldType", "options": {"conversions": [
-                      {"targetField": "threads", "destinationType": "number"}], "fields": {}}},
-                  {"id": "organize", "options": {
-                      "excludeByName": {"Time": True},
-                      "indexByName": {"threads": 0, "Value #A": 1, "Value #B": 2, "Value #C": 3, "Value #D": 4,
-                                      "Value #E": 5, "Value #F": 6, "Value #G": 7},
-                      "renameByName": {"threads": "Threads", "Value #A": "QPS", "Value #B": "TPS",
-                                       "Value #C": "p95 (ms)", "Value #D": "errors",
-                                       "Value #E": "DB CPU (cores)", "Value #F": "QPS per DB core",
-                                       "Value #G": "k6 CPU (cores)"}}},
-                  {"id": "sortBy", "options": {"fields": {}, "sort": [{"field": "Threads", "desc": False}]}}]),
+              transformations=step_table_transformations([("threads", "Threads"), ("Value #A", "QPS"),
+                  ("Value #B", "TPS"), ("Value #C", "p95 (ms)"), ("Value #D", "errors"),
+                  ("Value #E", "DB CPU (cores)"), ("Value #F", "QPS per DB core"),
+                  ("Value #G", "k6 CPU (cores)")])),
     ]
 
 
@@ -174,17 +180,9 @@ def tpcc_step_table():
         overrides=[unit_override("Threads", "none", 0), unit_override("tpmC", "none", 1),
                    unit_override("tpmTotal", "none", 1), unit_override("New-Order p95 (ms)", "ms", 2),
                    unit_override("New-Order p99 (ms)", "ms", 2), unit_override("errors", "short", 0)],
-        transformations=[
-            {"id": "merge", "options": {}},
-            {"id": "convertFieldType", "options": {"conversions": [
-                {"targetField": "threads", "destinationType": "number"}], "fields": {}}},
-            {"id": "organize", "options": {
-                "excludeByName": {"Time": True},
-                "indexByName": {"threads": 0, "Value #A": 1, "Value #B": 2, "Value #C": 3, "Value #D": 4, "Value #E": 5},
-                "renameByName": {"threads": "Threads", "Value #A": "tpmC", "Value #B": "tpmTotal",
-                                 "Value #C": "New-Order p95 (ms)", "Value #D": "New-Order p99 (ms)",
-                                 "Value #E": "errors"}}},
-            {"id": "sortBy", "options": {"fields": {}, "sort": [{"field": "Threads", "desc": False}]}}])
+        transformations=step_table_transformations([("threads", "Threads"), ("Value #A", "tpmC"),
+            ("Value #B", "tpmTotal"), ("Value #C", "New-Order p95 (ms)"), ("Value #D", "New-Order p99 (ms)"),
+            ("Value #E", "errors")]))
 
 
 def tpcc_txn_table():
@@ -202,16 +200,8 @@ def tpcc_txn_table():
         overrides=[unit_override("Threads", "none", 0), unit_override("tpm", "none", 1),
                    unit_override("p95 (ms)", "ms", 2), unit_override("p99 (ms)", "ms", 2),
                    unit_override("errors", "short", 0)],
-        transformations=[
-            {"id": "merge", "options": {}},
-            {"id": "convertFieldType", "options": {"conversions": [
-                {"targetField": "threads", "destinationType": "number"}], "fields": {}}},
-            {"id": "organize", "options": {
-                "excludeByName": {"Time": True},
-                "indexByName": {"threads": 0, "txn": 1, "Value #A": 2, "Value #B": 3, "Value #C": 4, "Value #D": 5},
-                "renameByName": {"threads": "Threads", "txn": "Transaction", "Value #A": "tpm",
-                                 "Value #B": "p95 (ms)", "Value #C": "p99 (ms)", "Value #D": "errors"}}},
-            {"id": "sortBy", "options": {"fields": {}, "sort": [{"field": "Threads", "desc": False}]}}])
+        transformations=step_table_transformations([("threads", "Threads"), ("txn", "Transaction"),
+            ("Value #A", "tpm"), ("Value #B", "p95 (ms)"), ("Value #C", "p99 (ms)"), ("Value #D", "errors")]))
 
 
 def tpcc_panels():
@@ -377,18 +367,9 @@ def run_compare():
                          unit_override("QPS change", "percent", 1),
                          unit_override("p95 A (ms)", "ms", 2), unit_override("p95 B (ms)", "ms", 2),
                          unit_override("p95 change", "percent", 1)],
-              transformations=[
-                  {"id": "merge", "options": {}},
-                  {"id": "convertFieldType", "options": {"conversions": [
-                      {"targetField": "threads", "destinationType": "number"}], "fields": {}}},
-                  {"id": "organize", "options": {
-                      "excludeByName": {"Time": True},
-                      "indexByName": {"threads": 0, "Value #A": 1, "Value #B": 2, "Value #C": 3,
-                                      "Value #D": 4, "Value #E": 5, "Value #F": 6},
-                      "renameByName": {"threads": "Threads", "Value #A": "QPS A", "Value #B": "QPS B",
-                                       "Value #C": "QPS change", "Value #D": "p95 A (ms)",
-                                       "Value #E": "p95 B (ms)", "Value #F": "p95 change"}}},
-                  {"id": "sortBy", "options": {"fields": {}, "sort": [{"field": "Threads", "desc": False}]}}]),
+              transformations=step_table_transformations([("threads", "Threads"), ("Value #A", "QPS A"),
+                  ("Value #B", "QPS B"), ("Value #C", "QPS change"), ("Value #D", "p95 A (ms)"),
+                  ("Value #E", "p95 B (ms)"), ("Value #F", "p95 change")])),
         ab_barchart("QPS per thread step", "QPS of each thread step, run A beside run B.", "ops", qps_a, qps_b),
         ab_barchart("p95 per thread step", "p95 latency of each thread step in milliseconds, run A beside run B.", "ms",
                     p95_a, p95_b),
