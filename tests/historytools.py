@@ -6,9 +6,22 @@ import json
 import random
 from pathlib import Path
 
+from tidbbench.history import cli as history
+
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests/golden/report/results/dev-tidb-oltp_point_select.json"
 DAY_MS = 86_400_000
+
+
+def run(capsys, *argv):
+    """scripts/history in process: its exit status, stdout and stderr."""
+    rc = history.main(list(argv))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def ingest(capsys, results, *extra):
+    return run(capsys, "ingest", "--results", str(results), "--no-prometheus", *extra)
 
 
 def manifest(i, qps, base=None, start_ms=1_795_000_000_000, var=None, prefix="syn"):

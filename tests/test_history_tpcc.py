@@ -18,14 +18,7 @@ from tidbbench.history import cli as history, cp as historycp, schema as history
 pytestmark = pytest.mark.fast
 
 
-def run(capsys, *argv):
-    rc = history.main(list(argv))
-    out = capsys.readouterr()
-    return rc, out.out, out.err
-
-
-def ingest(capsys, results, *extra):
-    return run(capsys, "ingest", "--results", str(results), "--no-prometheus", *extra)
+run, ingest = ht.run, ht.ingest  # scripts/history in process (tests/historytools.py)
 
 
 def points(db):
