@@ -88,15 +88,7 @@ func TestProfileInPartsIsMerged(t *testing.T) {
 	if r.Samples != 21 || r.Seconds != 7 || r.CPUs < 0.2099 || r.CPUs > 0.2101 {
 		t.Errorf("samples %d, seconds %g, cpu %g: want 21, 7, 0.21", r.Samples, r.Seconds, r.CPUs)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Close() }()
-	p, err := profile.Parse(f)
-	if err != nil {
-		t.Fatalf("the kept file is not a profile: %v", err)
-	}
+	p := keptProfile(t, path)
 	if len(p.Sample) != 1 || p.Sample[0].Value[0] != 21 {
 		t.Errorf("merged samples %v, want one stack of 21", p.Sample)
 	}
@@ -255,8 +247,8 @@ func startHelper(t *testing.T, path, header, value string) string {
 	return strings.TrimSpace(strings.TrimPrefix(line, "ADDR "))
 }
 
-// functionsOf: the function names of a kept profile.
-func functionsOf(t *testing.T, path string) map[string]bool {
+// keptProfile: a kept profile file, parsed by google/pprof (the test fails when it is not one).
+func keptProfile(t *testing.T, path string) *profile.Profile {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -267,6 +259,13 @@ func functionsOf(t *testing.T, path string) map[string]bool {
 	if err != nil {
 		t.Fatalf("%s is not a profile: %v", path, err)
 	}
+	return p
+}
+
+// functionsOf: the function names of a kept profile.
+func functionsOf(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	p := keptProfile(t, path)
 	out := map[string]bool{}
 	for _, fn := range p.Function {
 		out[fn.Name] = true
