@@ -10,6 +10,7 @@ import shutil
 import sqlite3
 import statistics
 import subprocess
+import sys
 
 import pytest
 
@@ -360,6 +361,57 @@ def test_the_quality_tool_refuses_bad_pinning_before_writing(tmp_path, capsys, m
     assert historyquality.main(["e2e", "--out", str(out)]) == 2
     assert f"the local TiDB is not running ({tmp_path / 'state/run/tidb.pid'})" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--slow-db", "0"], "invalid --slow-db 0: a slow-down between 1 and 50 (%)"),
+    (["--slow-db", "75"], "invalid --slow-db 75: a slow-down between 1 and 50 (%)"),
+    (["--slow-db", "5", "--no-pin"], "--slow-db caps TiDB's share of its one core: it needs the pinning"),
+])
+def test_e2e_refuses_a_bad_slow_down_before_any_run(tmp_path, capsys, monkeypatch, args, named):
+    """e2e --slow-db PCT (the known slow-down of issue #43's end-to-end check): a share out of range,
+    or no pinning (a cap of one core's share means nothing on every core), stops it with exit 2,
+    naming the value, before a folder is made or TiDB is touched."""
+    from tbstools import historyquality
+    monkeypatch.setenv("TBS_STATE", str(tmp_path / "state"))
+    out = tmp_path / "out"
+    assert historyquality.main(["e2e", "--out", str(out), *args]) == 2
+    assert named in capsys.readouterr().err
+    assert not out.exists()
+
+
+def cpu_seconds(pid):
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+@pytest.mark.full
+def test_cpu_cap_holds_a_busy_process_to_its_share_and_puts_it_back():
+    """benchkit.CpuCap on this machine's real cgroup v1 cpu controller: a busy loop held to 20% of
+    a core uses under 0.45 s of CPU in 1 s (uncapped it takes a whole core), and release() puts
+    it back in the group it came from and removes ours."""
+    import time
+    from tbstools import benchkit
+    if not os.access(benchkit.CpuCap.CPU / "cgroup.procs", os.W_OK):
+        pytest.skip("needs cgroup v1's cpu controller at /sys/fs/cgroup/cpu, writable (root): not on this host")
+    p = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        came_from = benchkit.CpuCap.group_of(p.pid)
+        cap = benchkit.CpuCap(p.pid, 0.2, f"tbs-test-cap-{p.pid}")
+        try:
+            assert benchkit.CpuCap.group_of(p.pid) == f"/tbs-test-cap-{p.pid}"
+            assert (cap.group / "cpu.cfs_quota_us").read_text().strip() == "2000"
+            time.sleep(0.2)
+            c0, t0 = cpu_seconds(p.pid), time.monotonic()
+            time.sleep(1.0)
+            used = (cpu_seconds(p.pid) - c0) / (time.monotonic() - t0)
+        finally:
+            cap.release()
+        assert used < 0.45, f"the capped loop used {used:.2f} of a core"
+        assert benchkit.CpuCap.group_of(p.pid) == came_from and not cap.group.exists()
+    finally:
+        p.kill()
+        p.wait()
 
 
 def test_a_merged_multi_instance_run_is_one_run(tmp_path, capsys):

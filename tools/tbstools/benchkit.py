@@ -96,6 +96,55 @@ class Pinning:
         return f"database threads on core {self.db_core}, client (sysbench, k6, gofloor) on core {self.client_core}"
 
 
+class CpuCap:
+    """A process held to a share of one core by cgroup v1's cpu controller (cpu.cfs_quota_us over
+    a 10 ms period; a short period spreads the throttling thin instead of stalling the server for
+    tens of ms at a time). With the database pinned to one core, a cap of 95% is a real, known
+    slow-down of about 5% wherever the database is the bottleneck: the change `tools/history-quality
+    e2e --slow-db` makes midway through a series (issue #43), where a TiDB variable's effect would
+    have to be measured first. release() moves the process back to the group it came from and
+    removes ours, also after a failed run (callers use try/finally)."""
+    CPU = Path("/sys/fs/cgroup/cpu")
+    PERIOD_US = 10_000
+
+    def __init__(self, pid, share, name, cpu_root=None):
+        root = Path(cpu_root or self.CPU)
+        if not 0 < share < 1:
+            raise ValueError(f"a CPU share of {share}: valid shares are above 0 and below 1")
+        if not (root / "cgroup.procs").is_file() or not (root / "cpu.cfs_quota_us").is_file():
+            raise OSError(f"{root} is not cgroup v1's cpu controller (no cgroup.procs and cpu.cfs_quota_us): "
+                          "the cap needs it, mounted and writable")
+        self.root, self.pid = root, pid
+        self.came_from = self.group_of(pid)
+        self.group = root / name
+        self.group.mkdir()
+        try:
+            (self.group / "cpu.cfs_period_us").write_text(str(self.PERIOD_US))
+            (self.group / "cpu.cfs_quota_us").write_text(str(max(1000, round(self.PERIOD_US * share))))
+            (self.group / "cgroup.procs").write_text(str(pid))  # v1: moves every thread of the process
+        except OSError:
+            self.release()
+            raise
+
+    @staticmethod
+    def group_of(pid):
+        """The process's group in the cpu hierarchy ('/' for the root), from /proc/PID/cgroup."""
+        for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if "cpu" in controllers.split(","):
+                return path
+        return "/"
+
+    def release(self):
+        back = self.root / self.came_from.lstrip("/")
+        with contextlib.suppress(FileNotFoundError):
+            for pid in (self.group / "cgroup.procs").read_text().split():
+                with contextlib.suppress(ProcessLookupError, OSError):
+                    (back / "cgroup.procs").write_text(pid)
+        with contextlib.suppress(FileNotFoundError):
+            self.group.rmdir()
+
+
 def exit_on_signals():
     def handler(sig, _frame):
         raise SystemExit(f"tools/bench: stopped by signal {sig}")

@@ -3,7 +3,7 @@
 
   tools/history-quality collect --runs 30        N short identical runs (A/A) on the local stack
   tools/history-quality measure [--from DIR]     detection rate, delay, false change points
-  tools/history-quality e2e                      a real series where a TiDB variable flips midway
+  tools/history-quality e2e [--slow-db PCT]      a real series where a TiDB variable flips midway (or TiDB slows)
 
 `collect` prepares its own database (sbtest_history_aa), then runs one workload at one thread
 step N times in a row with our k6 (`scripts/k6 run`), each run's manifest in --out (default
@@ -15,7 +15,8 @@ within one run of the step; the delay is the runs after the step it took. A/A se
 runs give the false change points per 100 runs, and so does the recorded sequence itself (its
 drift included). `--grid` does the same for several detection settings. `e2e` runs a real series
 on the local TiDB: --runs runs, the variable (--variable, --value) switched from run --flip on
-as TiDB's root (.stack/secrets/tidb-root) and always put back, then ingests them into an index in
+as TiDB's root (.stack/secrets/tidb-root) and always put back (or, with --slow-db PCT, TiDB held
+to (100 - PCT)% of its core from then on: a known slow-down), then ingests them into an index in
 --out and prints `scripts/history runs` for the series."""
 import argparse
 import itertools
@@ -112,12 +113,7 @@ def pinned(a):
     from tbstools import benchkit
     if (os.cpu_count() or 1) < 2:
         raise ReportError("pinning needs 2 cores (this machine has 1): use --no-pin", code=2)
-    f = state_dir() / "run/tidb.pid"
-    try:
-        pid = int(f.read_text().split()[0])
-        os.kill(pid, 0)
-    except (OSError, ValueError, IndexError):
-        raise ReportError(f"the local TiDB is not running ({f}): scripts/stack up", code=2) from None
+    pid = tidb_pid()
     PIN = benchkit.Pinning(a.pin_db, a.pin_client)
     PIN.pin_server(pid)
     print(pinning(), flush=True)
@@ -168,23 +164,68 @@ def e2e(a):
         unpin()
 
 
+class VariableFlip:
+    """The change of an e2e series: a TiDB variable set from the flip on (as TiDB's root), always
+    put back."""
+
+    def __init__(self, a):
+        self.name, self.value = a.variable, a.value
+        (self.old,), = sql(f"SELECT @@GLOBAL.{self.name}", root=True)
+        print(f"{self.name} is {self.old}; runs {a.flip}..{a.runs - 1} with {self.value}", flush=True)
+
+    def apply(self):
+        sql(f"SET GLOBAL {self.name} = {self.value}", root=True)
+
+    def undo(self):
+        sql(f"SET GLOBAL {self.name} = {quote(self.old)}", root=True)
+        print(f"{self.name} back to {self.old}", flush=True)
+
+
+class SlowDb:
+    """The change of an e2e series with --slow-db PCT: from the flip on, TiDB (pinned to its core)
+    is held to (100 - PCT)% of that core (benchkit.CpuCap): a real slow-down of the database by
+    about PCT% where it sets the pace, with no setting in the evidence (what a slower build looks
+    like). Released at the end, whatever happened."""
+
+    def __init__(self, a, stamp):
+        self.share, self.name, self.cap = 1 - a.slow_db / 100, f"tbs-e2e-{stamp}", None
+        print(f"runs {a.flip}..{a.runs - 1} with TiDB held to {self.share:.0%} of core {a.pin_db}", flush=True)
+
+    def apply(self):
+        from tbstools import benchkit
+        self.cap = benchkit.CpuCap(tidb_pid(), self.share, self.name)
+
+    def undo(self):
+        if self.cap:
+            self.cap.release()
+            print("TiDB's CPU cap released", flush=True)
+
+
+def tidb_pid():
+    f = state_dir() / "run/tidb.pid"
+    try:
+        pid = int(f.read_text().split()[0])
+        os.kill(pid, 0)
+        return pid
+    except (OSError, ValueError, IndexError):
+        raise ReportError(f"the local TiDB is not running ({f}): scripts/stack up", code=2) from None
+
+
 def e2e_runs(a, stamp, out):
     prepare(a.db, a.workload, a.tables, a.table_size, out)
-    (old,), = sql(f"SELECT @@GLOBAL.{a.variable}", root=True)
-    print(f"{a.variable} is {old}; runs {a.flip}..{a.runs - 1} with {a.value}", flush=True)
+    change = SlowDb(a, stamp) if a.slow_db else VariableFlip(a)
     ids = []
     try:
         for i in range(a.runs):
             if i == a.flip:
-                sql(f"SET GLOBAL {a.variable} = {a.value}", root=True)
+                change.apply()
             testid = f"he2e-{stamp}-{i:03d}"
             s = one_run(a, testid, out)
             ids.append(testid)
             print(f"run {i} {testid}: {s['qps']:.1f} QPS, p95 {s['latency_ms']['p95']:.3f} ms, load average "
                   f"{loadavg()}", flush=True)
     finally:
-        sql(f"SET GLOBAL {a.variable} = {quote(old)}", root=True)
-        print(f"{a.variable} back to {old}", flush=True)
+        change.undo()
     from tidbbench.history import cli as history
     idx = out / "history.sqlite"
     rc = history.main(["ingest", "--results", str(out), "--index", str(idx), "--min-segment", str(a.min_segment)])
@@ -336,6 +377,9 @@ def parser():
             p.add_argument("--variable", default="tidb_enable_prepared_plan_cache")
             p.add_argument("--value", default="OFF")
             p.add_argument("--flip", type=int, help="the first run with the new value (default: the middle)")
+            p.add_argument("--slow-db", type=float, metavar="PCT",
+                           help="instead of the variable: from --flip on, hold the pinned TiDB to (100 - PCT)%% of "
+                                "its core (cgroup v1's cpu quota), a slow-down of about PCT%% (1 to 50)")
             p.add_argument("--min-segment", type=int, default=hcp.DEFAULTS.min_segment)
     p = sub.add_parser("measure")
     p.add_argument("--from", dest="from_", metavar="DIR", help="the A/A runs (default results/history-aa)")
@@ -369,6 +413,15 @@ def main(argv=None):
             a.flip = a.runs // 2
         if a.verb == "e2e" and not 0 < a.flip < a.runs:
             raise ReportError(f"invalid --flip {a.flip}: a run between 1 and {a.runs - 1}", code=2)
+        if a.verb == "e2e" and a.slow_db is not None:
+            if not 1 <= a.slow_db <= 50:
+                raise ReportError(f"invalid --slow-db {a.slow_db:g}: a slow-down between 1 and 50 (%)", code=2)
+            if a.no_pin:
+                raise ReportError("--slow-db caps TiDB's share of its one core: it needs the pinning --no-pin "
+                                  "turns off", code=2)
+            if not (Path("/sys/fs/cgroup/cpu") / "cpu.cfs_quota_us").is_file():
+                raise ReportError("--slow-db needs cgroup v1's cpu controller at /sys/fs/cgroup/cpu "
+                                  "(cpu.cfs_quota_us is not there)", code=2)
         return {"collect": collect, "measure": measure, "e2e": e2e}[a.verb](a)
     except ReportError as e:
         print(f"error: {e}", file=sys.stderr)
