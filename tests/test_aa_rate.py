@@ -33,6 +33,18 @@ def test_the_derived_plan_runs_the_identical_arms_pairs_times():
         aarate.derived_plan(args(arms="a,b"))
 
 
+def test_the_sweep_it_starts_is_a_command_that_runs(tmp_path):
+    """The command aa-rate hands to subprocess starts scripts/sweep for real: its --help exits 0
+    and names the plan option (scripts/sweep became bash with the package layout; run under the
+    Python interpreter, as aa-rate did until 2026-12-02, it was a SyntaxError and no pair ran)."""
+    import subprocess
+    cmd = aarate.sweep_command(tmp_path / "plan.json", "aa-test", tmp_path)
+    assert cmd[0] == str(ROOT / "scripts/sweep") and cmd[1:3] == ["--plan", str(tmp_path / "plan.json")]
+    p = subprocess.run([cmd[0], "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr[-800:]
+    assert "--plan" in p.stdout
+
+
 def test_pairs_are_cut_round_by_round(tmp_path):
     for n in ("a", "a2"):
         runs = [{"workload": "oltp_point_select", "testid": f"x-{n}-r{r}", "repeat": r, "arm": n} for r in range(1, 13)]

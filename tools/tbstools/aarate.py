@@ -95,10 +95,15 @@ def run_plan(a, p, pid, results):
     per_pair = p.pop("per_pair")
     f.write_text(json.dumps(p, indent=1))
     p["per_pair"] = per_pair
-    cmd = [sys.executable, str(ROOT / "scripts/sweep"), "--plan", str(f), "--id", pid, "--results", str(results),
-           "--no-report"]
-    print("aa-rate: " + " ".join(cmd[1:]).replace(str(ROOT) + "/", ""), flush=True)
+    cmd = sweep_command(f, pid, results)
+    print("aa-rate: " + " ".join(cmd).replace(str(ROOT) + "/", ""), flush=True)
     return subprocess.run(cmd, cwd=ROOT).returncode
+
+
+def sweep_command(plan, pid, results):
+    """scripts/sweep on the derived plan, run as the executable it is (a bash entry point since
+    the package layout of issue #45: under the Python interpreter it was a SyntaxError)."""
+    return [str(ROOT / "scripts/sweep"), "--plan", str(plan), "--id", pid, "--results", str(results), "--no-report"]
 
 
 def pair_sweeps(results, pid, names, per_pair, pairs):
