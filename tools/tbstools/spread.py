@@ -31,7 +31,7 @@ import subprocess
 from pathlib import Path
 
 from tidbbench import ROOT, ReportError, disturbance
-from tidbbench.k6env import new_testid, state_dir
+from tidbbench.k6env import new_testid
 from tbstools import benchkit, historyquality
 
 SEED = 43
@@ -42,22 +42,12 @@ def conditions(a):
             for n, p, w in itertools.product(a.lengths, a.pin, a.warmup)]
 
 
-def tidb_pid():
-    f = state_dir() / "run/tidb.pid"
-    try:
-        pid = int(f.read_text().split()[0])
-        os.kill(pid, 0)
-        return pid
-    except (OSError, ValueError, IndexError):
-        raise ReportError(f"the local TiDB is not running ({f}): scripts/stack up", code=2) from None
-
-
 def one_run(a, cond, testid, out):
     """One k6 run under cond; the database on core 0 and k6 on core 1 when pinned (put back
     after)."""
     pin = benchkit.Pinning(0, 1) if cond["pinned"] else None
     if pin:
-        pin.pin_server(tidb_pid())
+        pin.pin_server(historyquality.tidb_pid())
     try:
         args = ["-e", f"mysql_db={a.db}", "-e", f"tables={a.tables}", "-e", f"table_size={a.table_size}",
                 "-e", f"workload={a.workload}", "-e", f"threads={a.threads}", "-e", f"time={cond['length']}",
@@ -77,7 +67,7 @@ def one_run(a, cond, testid, out):
 def collect(a):
     if (os.cpu_count() or 1) < 2 and "on" in a.pin:
         raise ReportError("pinning needs 2 cores (this machine has 1): use --pin off", code=2)
-    tidb_pid()  # first: no TiDB stops it before anything is written
+    historyquality.tidb_pid()  # first: no TiDB stops it before anything is written
     out = Path(a.out or ROOT / f"results/spread-{new_testid()}").resolve()
     out.mkdir(parents=True, exist_ok=True)
     historyquality.prepare(a.db, a.workload, a.tables, a.table_size, out)
