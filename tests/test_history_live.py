@@ -66,7 +66,12 @@ def test_a_variable_flipped_midway_is_the_change_point_and_named_first(stack, tm
     c = next((c for c in cps if c["metric"] == "qps"), cps[0])
     assert c["direction"] == "regression" and c["pvalue"] < 0.001, why
     assert c["magnitude_pct"] < -30 if c["metric"] == "qps" else c["magnitude_pct"] > 30, why
-    first = c["evidence"][0]
+    # the variable is the first cause named; only a disturbed host (the steal, other CPU or canary
+    # of the runs at the change: docs/history.md puts it first by design) may come before it, as it
+    # did on 2026-12-02 on a host whose steal reached 5% (canary 24 ms)
+    causes = [e for e in c["evidence"] if e["kind"] != "host"]
+    first = causes[0]
+    assert all(e["kind"] == "host" for e in c["evidence"][:c["evidence"].index(first)]), c["evidence"]
     assert (first["kind"], first["name"], first["after"], first["consistency"]) == ("variable", VAR, str(VALUE), 1.0)
     kinds = [e["kind"] for e in c["evidence"]]
     stmt = next(e for e in c["evidence"] if e["kind"] == "statement")
