@@ -61,6 +61,27 @@ def run_reasons(manifest, median=None):
     return out
 
 
+def without_partner(manifest, partner):
+    """A duet sample's manifest (a plan's `"duet": true`: two runs at once, tidbbench/sweep/plan.py)
+    with its partner's database and k6 CPU taken out of the other processes' CPU of each step: the
+    partner is the pair's own load, not a neighbour. The manifest itself is not changed; without a
+    partner (or its figures) it is returned as it is. Each adjusted step's disturbance says so
+    (`partner_cpu_s`)."""
+    if not partner:
+        return manifest
+    theirs = {s.get("threads"): s.get("disturbance") or {} for s in partner.get("steps") or []}
+    steps = []
+    for s in manifest.get("steps") or []:
+        d, p = s.get("disturbance") or {}, theirs.get(s.get("threads")) or {}
+        load = [p.get("db_cpu_s"), p.get("client_cpu_s")]
+        if all(isinstance(x, (int, float)) for x in [d.get("other_cpu_s"), d.get("cpu_s"), *load]) and d["cpu_s"] > 0:
+            other = max(0.0, d["other_cpu_s"] - sum(load))
+            s = {**s, "disturbance": {**d, "other_cpu_s": other, "other_share": other / d["cpu_s"],
+                                      "partner_cpu_s": sum(load)}}
+        steps.append(s)
+    return {**manifest, "steps": steps}
+
+
 def rerun_cap(samples):
     """The reruns a plan of `samples` samples may make in all."""
     return max(RERUNS_PER_SAMPLE, int(samples * RERUNS_PLAN_SHARE))

@@ -175,13 +175,21 @@ def workload_of(conn, series):
     return r[0] if r else ""
 
 
+def metrics_of(conn, series, asked):
+    """The metrics analysed for the series (hcp.series_metrics): vs_ref first by default when any
+    of its runs was paired with a reference."""
+    paired = conn.execute("SELECT 1 FROM points WHERE series = ? AND vs_ref IS NOT NULL LIMIT 1",
+                          (series,)).fetchone() is not None
+    return hcp.series_metrics(workload_of(conn, series), asked, paired)
+
+
 def analyse(conn, series, asked, params):
     """(change points with evidence, notes); stores them in the index (change_points). `asked`:
     the metrics of --metric (None: each series' defaults, hcp.series_metrics)."""
     man = Manifests()
     cps, notes, cells = [], [], []
     for s in series:
-        metrics = hcp.series_metrics(workload_of(conn, s), asked)
+        metrics = metrics_of(conn, s, asked)
         pts = store.series_points(conn, s)
         need = 2 * params.min_segment
         if len(pts) < need:
@@ -291,7 +299,7 @@ def series_noise(conn, series, asked, params, cps):
     out = []
     for s in series:
         pts = store.series_points(conn, s)
-        for metric in hcp.series_metrics(workload_of(conn, s), asked):
+        for metric in metrics_of(conn, s, asked):
             have = hcp.metric_points(pts, metric)
             if have:
                 at = [c.index for c in cps if c.series == s and c.metric == metric]

@@ -53,25 +53,31 @@ from tidbbench.history.schema import TPCC_TXNS
 
 # metric -> True when higher is better
 OLTP_METRICS = {"qps": True, "tps": True, "p95_ms": False, "p99_ms": False, "errors_per_s": False,
-                "client_cpu_per_query": False, "server_cpu_per_query": False}
+                "client_cpu_per_query": False, "server_cpu_per_query": False, "vs_ref": True}
 # a TPC-C series' (k6/tpcc.js): tpmC its main figure, tpmTotal, each transaction type's p95/p99; TPS
 # and errors as OLTP's; no QPS or per-query figures
 TPCC_METRICS = {"tpmc": True, "tpm_total": True, "tps": True, "errors_per_s": False,
-                **{f"{t}_{q}_ms": False for t in TPCC_TXNS for q in ("p95", "p99")}}
+                **{f"{t}_{q}_ms": False for t in TPCC_TXNS for q in ("p95", "p99")}, "vs_ref": True}
 METRICS = {**OLTP_METRICS, **TPCC_METRICS}
 DEFAULT_METRICS = ("qps", "p95_ms")
 TPCC_DEFAULT_METRICS = ("tpmc", "new_order_p95_ms")
+# a series paired with a reference (a plan's reference arm: store.vs_ref) is judged first on its
+# throughput over the reference's, which the host's drift cancels out of (docs/history.md)
+PAIRED_METRIC = "vs_ref"
 TPCC_WORKLOAD = "tpcc"  # the workload of k6/tpcc.js's manifests (k6/lib/tpccsummary.js)
 
 
-def series_metrics(workload, asked=None):
+def series_metrics(workload, asked=None, paired=False):
     """The metrics analysed for a series of `workload`: the ones asked for (--metric) that such a
-    series has, or its defaults (OLTP: QPS and p95; TPC-C: tpmC and New-Order's p95)."""
+    series has, or its defaults (OLTP: QPS and p95; TPC-C: tpmC and New-Order's p95; a series
+    paired with a reference: vs_ref first)."""
     tpcc = workload == TPCC_WORKLOAD
     if not asked:
-        return TPCC_DEFAULT_METRICS if tpcc else DEFAULT_METRICS
+        return ((PAIRED_METRIC,) if paired else ()) + (TPCC_DEFAULT_METRICS if tpcc else DEFAULT_METRICS)
     have = TPCC_METRICS if tpcc else OLTP_METRICS
     return tuple(m for m in asked if m in have)
+
+
 PLACE_LR = 3.84  # a change point's places the data cannot tell apart: a likelihood ratio (chi2, 1 df, 95%) below
 MAX_ROUNDS = 20  # rounds of merge, minimum segment and placement (each only removes or moves points)
 

@@ -56,6 +56,11 @@ TABLES = {
             ("server_cpu_per_query", "REAL", "DOUBLE PRECISION"),
             # TPC-C runs (k6/tpcc.js): tpmC, tpmTotal, each transaction type's p95 and p99 (NULL for OLTP)
             *TPCC_COLUMNS,
+            # a plan's sample paired with its round's reference sample (a plan's "reference" arm,
+            # docs/history.md#a-reference-beside-every-run): that run, and this step's throughput
+            # (QPS; TPC-C: tpmC) over the reference's at the same thread step (NULL: not paired)
+            ("ref_run_key", "TEXT", "TEXT"),
+            ("vs_ref", "REAL", "DOUBLE PRECISION"),
         ],
         "primary_key": ["run_key", "series"],
         "foreign_keys": [(["run_key"], "runs", ["run_key"])],

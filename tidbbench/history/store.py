@@ -246,8 +246,27 @@ def step_point(m, step):
     } | {c: None for c, _, _ in schema.TPCC_COLUMNS}
 
 
-def run_rows(path, m, sha, entry=None, sweep=None, ignore=()):
-    """(runs row, [points rows]) of one run manifest."""
+def throughput(m, step):
+    """A step's main figure: QPS, or a TPC-C step's tpmC (what `vs_ref` divides)."""
+    return _num(step.get("tpmC")) if m.get("workload") == "tpcc" else _num(step.get("qps"))
+
+
+def vs_ref(m, step, ref):
+    """The step's throughput over the reference run's at the same thread step; None when the run
+    has no reference, or either figure is missing or 0."""
+    if not ref:
+        return None
+    theirs = next((s for s in ref.get("steps") or [] if s.get("threads") == step.get("threads")), None)
+    mine, base = throughput(m, step), throughput(ref, theirs) if theirs else None
+    return mine / base if mine is not None and base else None
+
+
+DUET = "duet"  # what a duet sample's options hash adds: it ran beside its partner, a series of its own
+
+
+def run_rows(path, m, sha, entry=None, sweep=None, ignore=(), ref=None):
+    """(runs row, [points rows]) of one run manifest; `ref` (testid, manifest): the reference run
+    it is paired with (a plan's reference arm), which its points' vs_ref divides by."""
     testid = m.get("testid") or path.stem
     target = target_of(m)
     run = {"run_key": testid, "testid": testid, "started_at": iso(started_ms(m)), "target": target,
@@ -255,7 +274,12 @@ def run_rows(path, m, sha, entry=None, sweep=None, ignore=()):
            "fingerprint": fingerprint(m, entry, sweep), "host": (m.get("load_generator") or {}).get("hostname", ""),
            "source_file": str(path.resolve()), "source_sha256": sha, "ingested_at": now_iso()}
     workload = m.get("workload") or (m.get("options") or {}).get("workload", "")
-    oh = options_hash(m.get("options"), ignore)
+    options = dict(m.get("options") or {})
+    if (entry or {}).get("duet_with"):
+        # a duet's run shared the host with its partner (half its CPU, on the local stack): its
+        # figures are never on the level of a run alone, so it never shares that run's series
+        options[DUET] = True
+    oh = options_hash(options, ignore)
     points = []
     for s in m["steps"]:
         t = s.get("threads")
@@ -265,6 +289,8 @@ def run_rows(path, m, sha, entry=None, sweep=None, ignore=()):
         p = {"run_key": testid, "series": series_key(workload, t, oh, target), "workload": workload, "threads": t,
              "options_hash": oh, "target": target}
         p.update(step_point(m, s))
+        p["ref_run_key"] = ref[0] if ref else None
+        p["vs_ref"] = vs_ref(m, s, ref[1] if ref else None)
         points.append(p)
     return run, points
 
@@ -302,6 +328,23 @@ def sweep_entries(found):
     return entries, rejected
 
 
+def reference_runs(entries):
+    """(folder, testid) -> the testid of the reference sample it is paired with: a plan's sample
+    of an arm other than the plan's `reference` arm, and that arm's sample of the same workload and
+    round (its accepted one: a rerun's, when the plan reran it)."""
+    ref_of = {}
+    for (folder, testid), (e, m) in entries.items():
+        if m.get("reference") and m.get("arm") == m["reference"]:
+            ref_of[(folder, m.get("plan"), e.get("workload"), e.get("repeat"))] = testid
+    out = {}
+    for (folder, testid), (e, m) in entries.items():
+        if m.get("reference") and m.get("arm") != m["reference"]:
+            r = ref_of.get((folder, m.get("plan"), e.get("workload"), e.get("repeat")))
+            if r:
+                out[(folder, testid)] = r
+    return out
+
+
 def ingest(conn, paths, skip_bad=False, ignore=None, server_cpu=None):
     """Indexes the run manifests under `paths` in one transaction (all or nothing). A file
     indexed before with the same content is left as it is (idempotent); a testid indexed from
@@ -317,6 +360,8 @@ def ingest(conn, paths, skip_bad=False, ignore=None, server_cpu=None):
         res.notes.append(f"skipped: {b}")
         res.skipped += 1
     entries, rejected = sweep_entries(found)
+    refs = reference_runs(entries)
+    runs_by_id = {(f.parent.resolve(), m.get("testid") or f.stem): m for kind, f, m in found if kind == "run"}
     seen = {}
     with conn:  # one transaction: commits at the end, rolls back on any exception
         meta_set(conn, "ignore_options", sorted(ignore))
@@ -341,8 +386,10 @@ def ingest(conn, paths, skip_bad=False, ignore=None, server_cpu=None):
             old = conn.execute("SELECT source_sha256, source_file, started_at FROM runs WHERE run_key = ?",
                                (testid,)).fetchone()
             entry, sweep = entries.get((f.parent.resolve(), testid), (None, None))
+            ref_id = refs.get((f.parent.resolve(), testid))
+            ref = (ref_id, runs_by_id.get((f.parent.resolve(), ref_id))) if ref_id else None
             try:
-                run, points = run_rows(f, m, sha, entry, sweep, ignore)
+                run, points = run_rows(f, m, sha, entry, sweep, ignore, ref)
             except (KeyError, TypeError, AttributeError, ValueError) as e:
                 raise ReportError(f"corrupt results file {f}: {type(e).__name__} {e}; nothing was ingested", code=2)
             if old and old["source_sha256"] == sha:

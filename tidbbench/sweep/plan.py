@@ -61,7 +61,7 @@ from tidbbench.sweep import seedplan
 from tidbbench.sweep import sweep as sw
 
 KEYS = {"workloads", "threads", "repeats", "seed", "options", "reset", "analyze", "prepare_threads", "arms",
-        "admin", "description", "source", "targets", "prepare", "reruns"}
+        "admin", "description", "source", "targets", "prepare", "reruns", "reference", "duet"}
 ARM_KEYS = {"name", "options", "set_global", "description"}
 ADMIN_KEYS = {"user", "password_file", "host", "port"}
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.]{0,15}$")
@@ -71,6 +71,9 @@ VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # sysbench's tests that only read: no INSERT, UPDATE or DELETE (read from k6/contract.json: the
 # workloads whose `tables_after` is "unchanged")
 READ_ONLY = contract.read_only_workloads()
+# a duet's two k6 runs start their first step this long after both were started: k6's start and
+# setup (its bundle, the target's variables) take 1-2 s on 2 busy cores
+DUET_LEAD_MS = 6000
 # what TiDB on unistore (tidb-server --store=unistore, the local stack's) cannot take with
 # concurrent writes: its index assertion fails (error 8141, "assertion failed ... assertion: Exist")
 UNISTORE_UNSAFE = ("tidb_enable_async_commit", "tidb_enable_1pc")
@@ -155,6 +158,7 @@ def load(path):
         for v in sg.values():
             if not isinstance(v, (str, int, float)) or (isinstance(v, str) and not re.match(r"^[A-Za-z0-9_.\-]*$", v)):
                 raise _err(f"plan {path}: arm '{name}': set_global value {v!r} must be a number or a word")
+    check_reference(path, plan, names)
     if any(arm.get("set_global") for arm in arms):
         adm = plan.get("admin")
         if not isinstance(adm, dict) or not adm.get("user"):
@@ -164,6 +168,24 @@ def load(path):
             if k not in ADMIN_KEYS:
                 raise _err(f"plan {path}: admin: unknown key '{k}' (valid: {', '.join(sorted(ADMIN_KEYS))})")
     return plan
+
+
+def check_reference(path, plan, names):
+    """`"reference": ARM` names the arm whose samples the others are paired with (the history's
+    `vs_ref`: a sample's throughput over its round's reference sample's, docs/history.md);
+    `"duet": true` runs the two arms' samples of a round at once (it needs the reference and
+    exactly two arms)."""
+    ref, duet = plan.get("reference"), plan.get("duet", False)
+    if ref is not None and ref not in names:
+        raise _err(f"plan {path}: reference {ref!r} is not one of its arms (valid: {', '.join(names)})")
+    if not isinstance(duet, bool):
+        raise _err(f"plan {path}: 'duet' must be true or false (got {duet!r})")
+    if duet and (ref is None or len(names) != 2):
+        raise _err(f"plan {path}: 'duet' runs a reference arm and one other arm at once: it needs 'reference' "
+                   f"and exactly two arms (got {len(names)} arms" + (", no reference)" if ref is None else ")"))
+    if duet and contract.TPCC in plan["workloads"]:
+        raise _err(f"plan {path}: 'duet' starts both arms' runs at one instant (k6 option start_at), which "
+                   f"{contract.TPCC_SCRIPT} does not take: run TPC-C plans without it")
 
 
 def check_options(path, where, opts):
@@ -419,6 +441,7 @@ class PlanRun:
                     "workloads": plan["workloads"], "threads": plan["threads"], "repeats": self.repeats,
                     "options": {k: ("***" if k == "mysql_password" else v) for k, v in opts.items()},
                     "set_global": self.arms[n].get("set_global", {}),
+                    "reference": plan.get("reference"), "duet": bool(plan.get("duet")),
                     "scaled": self.scaled, "source": plan.get("source"),
                     "stack": sw.stack_commit(), "analyze": bool(plan.get("analyze")), "reset": bool(plan.get("reset")),
                     "prepare_threads": plan.get("prepare_threads", 4) if plan.get("reset") else None, "runs": []}
@@ -460,6 +483,15 @@ class PlanRun:
         for rnd in range(1, self.repeats + 1):
             order = round_order(self.names, plan.get("seed", 1), rnd)
             for w in plan["workloads"]:
+                if plan.get("duet"):
+                    tids = [sw.sample_testid(f"{self.base}-{n}", w, rnd, self.repeats) for n in order]
+                    if all(t in done for t in tids):
+                        skipped += len(tids)
+                        continue
+                    self.run_duet(order, w, rnd, tids, Flags)
+                    self.state["order"].append(tids)
+                    sw.save_json(self.ppath, self.state)
+                    continue
                 for n in order:
                     tid = sw.sample_testid(f"{self.base}-{n}", w, rnd, self.repeats)
                     if tid in done:
@@ -469,6 +501,78 @@ class PlanRun:
                     self.state["order"].append(tid)
                     sw.save_json(self.ppath, self.state)
         return skipped
+
+    def run_duet(self, order, w, rnd, tids, flags):
+        """The two arms' samples of one round and workload at once (`"duet": true`): both k6 runs
+        start their first step at the same instant (k6 option start_at), so whatever the host does
+        during the window falls on both alike (duet benchmarking: Bulej et al., "Duet Benchmarking:
+        Improving Measurement Accuracy in the Cloud", Empirical Software Engineering 2020). Each
+        sample's disturbance is judged without its partner's CPU (the partner's database and k6 are
+        the pair's own load, not a neighbour); a disturbed pair is rerun as a pair, as run_sample
+        reruns one sample. An interrupted pair runs again whole."""
+        per_sample = self.plan.get("reruns", disturbance.RERUNS_PER_SAMPLE)
+        samples = self.repeats * len(self.plan["workloads"]) * len(self.names)
+        rejected = self.state.setdefault("rejected", [])
+        tries = sum(1 for r in rejected if r["sample"] == tids[0])
+        while True:
+            ids = [t if not tries else f"{t}-x{tries}" for t in tids]
+            entries = [{"workload": w, "testid": i, "repeat": rnd, "arm": n, "duet_with": j}
+                       for n, i, j in zip(order, ids, ids[::-1])]
+            if tries:
+                for e, t in zip(entries, tids):
+                    e["sample"] = t
+            self.run_pair(order, entries, flags)
+            why = self.duet_disturbed(ids)
+            if why and tries < per_sample and len(rejected) + 2 <= disturbance.rerun_cap(samples):
+                for e, t in zip(entries, tids):
+                    e["rejected"] = "; ".join(why)
+                    self.sweeps[e["arm"]].setdefault("rejected", []).append(e)
+                    rejected.append({"sample": t, "testid": e["testid"], "why": e["rejected"]})
+                    self.save_sweep(e["arm"])
+                print(f"plan: duet {' + '.join(ids)} is disturbed ({'; '.join(why)}): rerun "
+                      f"{tries + 1} of at most {per_sample}", flush=True)
+                sw.save_json(self.ppath, self.state)
+                tries += 1
+                continue
+            for e in entries:
+                if why:
+                    e["disturbed"] = "; ".join(why)  # kept: no rerun left
+                self.sweeps[e["arm"]]["runs"].append(e)
+                self.save_sweep(e["arm"])
+            return
+
+    def run_pair(self, order, entries, flags):
+        """Both runs of a duet, each arm's reset, ANALYZE and variables first, then the two k6
+        processes started together, waiting for the same start_at."""
+        commons = []
+        for n, e in zip(order, entries):
+            opts = arm_options(self.plan, self.arms[n])
+            common = [x for k, v in opts.items() for x in ("-e", f"{k}={v}")]
+            sw.prepare_sample(e, common, self.results, flags, int(opts.get("tables") or DEFAULTS["tables"]),
+                              lambda n=n: self.targets[n], before=lambda n=n: self.apply(n))
+            commons.append(common)
+        start_at = sw.now_ms() + DUET_LEAD_MS
+        procs = []
+        for e, common in zip(entries, commons):
+            e["host"] = sw.host_info()
+            e["started"] = sw.now_ms()
+            procs.append(sw.k6_start(sw.sample_args(e, common, ",".join(map(str, self.plan["threads"])),
+                                                    ["-e", f"start_at={start_at}"]), self.results))
+        rcs = sw.wait_all(procs)
+        for e, rc in zip(entries, rcs):
+            e["finished"] = sw.now_ms()
+            sw.check_sample(e, rc, self.results)
+
+    def duet_disturbed(self, ids):
+        """Why a duet pair is disturbed: each sample's reasons with its partner's CPU taken out of
+        the other processes' (disturbance.without_partner), its canaries against the plan's median."""
+        ms = [self.manifest(r["testid"]) for s in self.sweeps.values() for r in s["runs"]]
+        pair = [self.manifest(i) for i in ids]
+        median = disturbance.canary_median([x for x in ms + pair if x])
+        out = []
+        for i, (m, partner) in enumerate(zip(pair, pair[::-1])):
+            out += [f"{ids[i]}: {r}" for r in disturbance.run_reasons(disturbance.without_partner(m, partner), median)]
+        return out
 
     def run_sample(self, n, w, rnd, tid, flags):
         """One sample of arm n, rerun while the rule of tidbbench/disturbance.py calls it

@@ -186,11 +186,29 @@ def analyze(t, tables):
 
 
 def k6(args, results):
+    return wait_all([k6_start(args, results)])[0]
+
+
+def wait_all(procs):
+    """The exit codes of started processes; on an interrupt (or any error) every one still running
+    is killed first, as subprocess.run does with its one."""
+    try:
+        return [p.wait() for p in procs]
+    except BaseException:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        raise
+
+
+def k6_start(args, results):
+    """`scripts/k6 run ARGS` started (a Popen), its results in `results`."""
     env = dict(os.environ)
     env["results_dir"] = str(results)
     cmd = [str(ROOT / "scripts/k6"), "run", *args]
     print("sweep: " + " ".join(scrub_argv(cmd[1:])).replace(str(ROOT) + "/", ""), flush=True)
-    return subprocess.run(cmd, cwd=ROOT, env=env).returncode
+    return subprocess.Popen(cmd, cwd=ROOT, env=env)
 
 
 def k6_check(common, workloads, threads):
@@ -227,6 +245,17 @@ def host_info():
 
 def run_sample(entry, common, threads, results, a, tables, analyze_target, before=None):
     """One k6 run of one workload (one sample); fills entry, ReportError when it fails."""
+    prepare_sample(entry, common, results, a, tables, analyze_target, before)
+    entry["host"] = host_info()
+    entry["started"] = now_ms()
+    rc = k6(sample_args(entry, common, threads), results)
+    entry["finished"] = now_ms()
+    check_sample(entry, rc, results)
+
+
+def prepare_sample(entry, common, results, a, tables, analyze_target, before=None):
+    """What runs before a sample's k6 run: the reset (--reset), ANALYZE (--analyze), then `before`
+    (a plan's set_global)."""
     w = entry["workload"]
     if a.reset:
         t0 = time.time()
@@ -240,11 +269,18 @@ def run_sample(entry, common, threads, results, a, tables, analyze_target, befor
         entry["analyze_seconds"] = round(time.time() - t0, 1)
     if before:
         before()
-    entry["host"] = host_info()
-    entry["started"] = now_ms()
+
+
+def sample_args(entry, common, threads, extra=()):
+    """k6's arguments for the sample's run (oltp.js or tpcc.js)."""
+    w = entry["workload"]
     script = [contract.TPCC_SCRIPT] if w == contract.TPCC else ["-e", f"workload={w}", "k6/oltp.js"]
-    rc = k6([*script[:-1], "-e", f"threads={threads}", "-e", f"testid={entry['testid']}", *common, script[-1]], results)
-    entry["finished"] = now_ms()
+    return [*script[:-1], "-e", f"threads={threads}", "-e", f"testid={entry['testid']}", *common, *extra, script[-1]]
+
+
+def check_sample(entry, rc, results):
+    """ReportError when the sample's k6 run failed or wrote no manifest."""
+    w = entry["workload"]
     if rc != 0:
         raise ReportError(f"the {w} run (testid {entry['testid']}) failed: k6 exited {rc}")
     if not (results / f"{entry['testid']}.json").is_file():
