@@ -238,7 +238,7 @@ def write_plan(tmp_path, **change):
 
 
 @pytest.mark.parametrize("change,message", [
-    ({"warmup": 3}, "unknown key 'warmup' (valid: admin, analyze, arms, description, options"),
+    ({"warmup": 3}, "unknown key 'warmup' (valid: admin, analyze, arms, description, duet, options"),
     ({"workloads": ["oltp_point_select", "oltp_nope"]}, "unknown workload 'oltp_nope' (valid: oltp_point_select, "),
     ({"options": {"tabels": 2}}, "options: unknown option 'tabels' (valid: mysql_host, "),
     ({"arms": [{"name": "a"}, {"name": "b", "options": {"rand_typ": "uniform"}}]},

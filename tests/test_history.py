@@ -45,7 +45,9 @@ def test_the_tables_are_the_contract(tmp_path, capsys):
                               # TPC-C's, grown at the end (tests/test_history_tpcc.py)
                               "tpmc", "tpm_total", "new_order_p95_ms", "new_order_p99_ms", "payment_p95_ms",
                               "payment_p99_ms", "order_status_p95_ms", "order_status_p99_ms", "delivery_p95_ms",
-                              "delivery_p99_ms", "stock_level_p95_ms", "stock_level_p99_ms"]
+                              "delivery_p99_ms", "stock_level_p95_ms", "stock_level_p99_ms",
+                              # a plan's reference pairing, grown at the end (tests/test_duet.py)
+                              "ref_run_key", "vs_ref"]
     assert cols["change_points"] == ["series", "metric", "run_key_before", "run_key_after", "at", "mean_before",
                                      "mean_after", "magnitude_pct", "ci_low_pct", "ci_high_pct", "pvalue", "direction",
                                      "evidence"]

@@ -29,6 +29,7 @@ from tidbbench import disturbance
 from tidbbench.report import differs, profiles, statements
 from tidbbench.report.fmt import product_name
 from tidbbench.report.manifest import Run, RunSet
+from tidbbench.report.disturb import judged_steps
 
 SEGMENT_RUNS = 5  # runs of each segment compared for a setting's consistency
 CONSISTENT = 0.5
@@ -225,7 +226,7 @@ def host_item(rb, ra, threads, runs_b, runs_a):
     median = disturbance.canary_median([r.manifest for r, _ in runs_b + runs_a] + [rb.manifest, ra.manifest])
     sides = []
     for r in (rb, ra):
-        st = next((s for s in r.steps if s.get("threads") == threads), None) or {}
+        st = next((s for s in judged_steps(r) if s.get("threads") == threads), None) or {}
         if not st.get("disturbance"):
             sides.append(("not recorded", None))
             continue

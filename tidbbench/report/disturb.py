@@ -6,6 +6,8 @@ far below their share of a step's events (`fairness.warnings`: k6/lib/summary.js
 disturbance of every sample (`disturbance`: steal, CPU pressure, the other processes', the
 database's and k6's CPU, the canary), with the samples the rule of tidbbench/disturbance.py calls
 disturbed and those a plan rejected and reran."""
+import json
+
 from tidbbench import disturbance
 from tidbbench.report.fmt import md_table, utc
 
@@ -53,11 +55,26 @@ def interrupted_text(run):
     return ", ".join(parts)
 
 
+def judged_steps(run):
+    """The run's steps as the disturbance rule judges them: a duet sample's (a plan's `"duet": true`,
+    its sweep entry's duet_with) without its partner's database and k6 CPU, which are the pair's own
+    load (disturbance.without_partner); any other run's as they are."""
+    partner = (getattr(run, "entry", None) or {}).get("duet_with")
+    if not partner:
+        return run.steps
+    try:
+        pm = json.loads((run.path.parent / f"{partner}.json").read_text())
+    except (OSError, ValueError):
+        pm = None
+    return disturbance.without_partner(run.manifest, pm).get("steps", [])
+
+
 def step_notes(run, figs, median=None):
     """Sentences naming the disturbed steps of a run: interrupted, no event for a while,
     figures from k6's summary, the host disturbed by the rule (median: the set's canary)."""
     out = []
     by_threads = {f.threads: f for f in figs}
+    judged = {st.get("threads"): st for st in judged_steps(run)}
     for s in run.steps:
         t = s["threads"]
         planned = s.get("seconds") or run.options.get("time")
@@ -76,7 +93,7 @@ def step_notes(run, figs, median=None):
             sliced = (" (select_random_* give each thread its own slice of k: where k is dense, events are slower,"
                       " in sysbench too)" if str(run.workload).startswith("select_random_") else "")
             out.append(f"{t} threads, threads fairness: {shown}{sliced}")
-        host = disturbance.step_reasons(s, median)
+        host = disturbance.step_reasons(judged.get(t, s), median)
         if host:
             out.append(f"{t} threads, the host was disturbed ({'; '.join(host)})")
         f = by_threads.get(t)
@@ -118,7 +135,7 @@ def sample_table(sets, labels, pair, workloads):
         runs = [(r, "") for w in workloads for r in s.samples().get(w, [])]
         runs += [(r, f"rejected, rerun: {(r.entry or {}).get('rejected', '')}") for r in s.rejected if r.workload in workloads]
         for r, rejected in runs:
-            for st in r.steps:
+            for st in judged_steps(r):
                 cells = disturbance.figures(st)
                 if cells is None:
                     continue
@@ -137,7 +154,8 @@ def sample_table(sets, labels, pair, workloads):
             f"its timings) just before the load and just after the window. A sample is disturbed when a step's "
             f"steal is above {disturbance.STEAL_SHARE * 100:g}%, the other processes' CPU above "
             f"{disturbance.OTHER_SHARE * 100:g}%, or a canary more than {disturbance.CANARY_SLOWER * 100:g}% slower "
-            "than the median canary of the report's samples (docs/report.md, \"Disturbed samples\"). Rejected "
+            "than the median canary of the report's samples (docs/report.md, \"Disturbed samples\"); a duet sample's "
+            "other processes' CPU leaves out its partner's database and k6, the pair's own load. Rejected "
             "samples are not in the "
             "statistics; their reruns are.", "",
             md_table(hdr, rows), ""]

@@ -145,6 +145,56 @@ class CpuCap:
             self.group.rmdir()
 
 
+class CpuWeights:
+    """Processes in sibling groups of cgroup v1's cpu controller, one group each, with CPU weights
+    (cpu.shares, 1024 for a share of 1). Two databases pinned to one core for a duet (issue #43,
+    tools/history-quality --duet) then split it by process, not by runnable thread (in one group
+    the side with more threads would get more of the core), and set(name, 0.95) is a known slow-down
+    of that side by 5% against the other wherever the core sets the pace: the duet's analogue of
+    CpuCap. release() moves every process back to the group it came from and removes ours, also
+    after a failed run (callers use try/finally)."""
+    CPU = CpuCap.CPU
+    FULL = 1024
+
+    def __init__(self, pids, prefix, cpu_root=None):
+        root = Path(cpu_root or self.CPU)
+        if not (root / "cgroup.procs").is_file() or not (root / "cpu.shares").is_file():
+            raise OSError(f"{root} is not cgroup v1's cpu controller (no cgroup.procs and cpu.shares): the "
+                          "weights need it, mounted and writable")
+        self.root, self.groups, self.came_from = root, {}, {}
+        try:
+            for name, pid in pids.items():
+                self.came_from[name] = CpuCap.group_of(pid)
+                g = root / f"{prefix}-{name}"
+                g.mkdir()
+                self.groups[name] = g
+                (g / "cpu.shares").write_text(str(self.FULL))
+                (g / "cgroup.procs").write_text(str(pid))  # v1: moves every thread of the process
+        except OSError:
+            self.release()
+            raise
+
+    def set(self, name, share):
+        """The group's weight as a share of the others' (1: equal; 0.95: 5% less of a shared core)."""
+        if not 0 < share <= 1:
+            raise ValueError(f"a CPU weight of {share}: valid weights are above 0 and at most 1")
+        (self.groups[name] / "cpu.shares").write_text(str(max(2, round(self.FULL * share))))
+
+    def weight(self, name):
+        return int((self.groups[name] / "cpu.shares").read_text()) / self.FULL
+
+    def release(self):
+        for name, g in self.groups.items():
+            back = self.root / self.came_from.get(name, "/").lstrip("/")
+            with contextlib.suppress(FileNotFoundError):
+                for pid in (g / "cgroup.procs").read_text().split():
+                    with contextlib.suppress(ProcessLookupError, OSError):
+                        (back / "cgroup.procs").write_text(pid)
+            with contextlib.suppress(FileNotFoundError, OSError):
+                g.rmdir()
+        self.groups = {}
+
+
 def exit_on_signals():
     def handler(sig, _frame):
         raise SystemExit(f"tools/bench: stopped by signal {sig}")

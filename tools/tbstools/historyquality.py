@@ -41,7 +41,7 @@ WITHIN = 5  # runs: the target's "found within 5 runs"
 
 # -- the local stack
 
-def sql(query, root=False, db=None):
+def sql(query, root=False, db=None, port=None):
     import pymysql
     env = read_k6_env()
     if root:
@@ -51,7 +51,7 @@ def sql(query, root=False, db=None):
         if not pw:
             f = Path(env.get("mysql_password_file") or state_dir() / "secrets" / "sbtest")
             pw = f.read_text().strip() if f.is_file() else ""
-    port = int(env.get("mysql_port", 4000))
+    port = port or int(env.get("mysql_port", 4000))
     with pymysql.connect(host="127.0.0.1", port=port, user=user, password=pw, database=db, autocommit=True,
                          connect_timeout=10) as c, c.cursor() as cur:
         cur.execute(query)
@@ -68,13 +68,13 @@ def k6(args, out):
     return p
 
 
-def prepare(db, workload, tables, size, out):
-    sql(f"CREATE DATABASE IF NOT EXISTS {db}")
-    have = sql(f"SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '{db}'")[0][0]
+def prepare(db, workload, tables, size, out, port=None):
+    sql(f"CREATE DATABASE IF NOT EXISTS {db}", port=port)
+    have = sql(f"SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '{db}'", port=port)[0][0]
     if have < tables:
         k6(["-e", f"mysql_db={db}", "-e", f"tables={tables}", "-e", f"table_size={size}", "-e", "threads=2",
-            "prepare.js"], out)
-        sql(f"ANALYZE TABLE {db}.sbtest1")
+            *(["-e", f"mysql_port={port}"] if port else []), "prepare.js"], out)
+        sql(f"ANALYZE TABLE {db}.sbtest1", port=port)
 
 
 def loadavg():
@@ -140,9 +140,40 @@ def collect(a):
         unpin()
 
 
+def duet_points(a, out, stamp, on_point=None):
+    """--duet: a.runs duet points (tbstools.duet): the reference TiDB started beside the stack's,
+    both prepared, each point one duet plan; on_point(i, duet) runs before point i (the e2e's flip).
+    Returns the candidates' testids."""
+    from tbstools import duet as duetmod
+    d = duetmod.Duet(a, stamp, out, PIN, tidb_pid())
+    ids = []
+    try:
+        prepare(a.db, a.workload, a.tables, a.table_size, out)
+        prepare(a.db, a.workload, a.tables, a.table_size, out, port=a.ref_port)
+        for i in range(a.runs):
+            if on_point:
+                on_point(i, d)
+            cand, ref = d.point(i)
+            ids.append(cand["testid"])
+            with open(out / "conditions.jsonl", "a") as f:
+                f.write(json.dumps({"testid": cand["testid"], "reference": ref["testid"], "loadavg_after": loadavg(),
+                                    "pinned": pinning(), "weights": {n: d.weights.weight(n) for n in d.weights.groups},
+                                    "disturbed": disturbance.run_reasons(disturbance.without_partner(cand, ref)),
+                                    "reference_disturbed": disturbance.run_reasons(
+                                        disturbance.without_partner(ref, cand))}) + "\n")
+            print(f"point {i + 1}/{a.runs} {cand['testid']}: {duetmod.point_line(cand, ref)}", flush=True)
+    finally:
+        d.close()
+    return ids
+
+
 def collect_runs(a, out):
-    prepare(a.db, a.workload, a.tables, a.table_size, out)
     stamp = new_testid()  # the launcher core's (k6/ext/launch makes every testid); one per collection
+    if a.duet:
+        duet_points(a, out, stamp)
+        print(f"{a.runs} A/A duet points in {out} (measure --metric vs_ref)")
+        return 0
+    prepare(a.db, a.workload, a.tables, a.table_size, out)
     for i in range(a.runs):
         s = one_run(a, f"haa-{stamp}-{i:03d}", out)
         d = s.get("disturbance") or {}
@@ -173,7 +204,7 @@ class VariableFlip:
         (self.old,), = sql(f"SELECT @@GLOBAL.{self.name}", root=True)
         print(f"{self.name} is {self.old}; runs {a.flip}..{a.runs - 1} with {self.value}", flush=True)
 
-    def apply(self):
+    def apply(self, _duet=None):
         sql(f"SET GLOBAL {self.name} = {self.value}", root=True)
 
     def undo(self):
@@ -201,6 +232,29 @@ class SlowDb:
             print("TiDB's CPU cap released", flush=True)
 
 
+class DuetSlowDb:
+    """The change of an e2e --duet series with --slow-db PCT: from the flip on, the candidate TiDB's
+    CPU weight is (100 - PCT)% of the reference's on their shared core (benchkit.CpuWeights): it
+    gets PCT% less of the core than the reference, a known slow-down of the candidate against it.
+    Back to equal weights at the end (Duet.close removes the groups in any case)."""
+
+    def __init__(self, a):
+        self.share, self.duet = 1 - a.slow_db / 100, None
+        print(f"points {a.flip}..{a.runs - 1} with the candidate TiDB at {self.share:.0%} of the reference's CPU "
+              f"weight on core {a.pin_db}", flush=True)
+
+    def apply(self, duet):
+        from tbstools import duet as duetmod
+        self.duet = duet
+        duet.weights.set(duetmod.CAND_ARM, self.share)
+
+    def undo(self):
+        if self.duet and self.duet.weights and self.duet.weights.groups:
+            from tbstools import duet as duetmod
+            self.duet.weights.set(duetmod.CAND_ARM, 1)
+            print("the candidate's CPU weight back to the reference's", flush=True)
+
+
 def tidb_pid():
     f = state_dir() / "run/tidb.pid"
     try:
@@ -212,6 +266,14 @@ def tidb_pid():
 
 
 def e2e_runs(a, stamp, out):
+    if a.duet:
+        change = DuetSlowDb(a) if a.slow_db else VariableFlip(a)
+        try:
+            ids = duet_points(a, out, stamp, lambda i, d: change.apply(d) if i == a.flip else None)
+        finally:
+            change.undo()
+        # the candidate's series (the reference's runs are a series of their own, at --ref-port)
+        return e2e_history(a, out, ids, f"127.0.0.1:{read_k6_env().get('mysql_port', 4000)}/{a.db}")
     prepare(a.db, a.workload, a.tables, a.table_size, out)
     change = SlowDb(a, stamp) if a.slow_db else VariableFlip(a)
     ids = []
@@ -226,15 +288,26 @@ def e2e_runs(a, stamp, out):
                   f"{loadavg()}", flush=True)
     finally:
         change.undo()
+    return e2e_history(a, out, ids, f"{a.workload}/{a.threads}t/")
+
+
+def e2e_history(a, out, ids, series):
+    """The e2e's runs ingested into out/history.sqlite, the candidate's series shown (`runs`), then
+    `--check` at its defaults, its verdict printed (the e2e exits 0 either way; 2 on bad input)."""
     from tidbbench.history import cli as history
     idx = out / "history.sqlite"
     rc = history.main(["ingest", "--results", str(out), "--index", str(idx), "--min-segment", str(a.min_segment)])
     if rc:
         return rc
-    series = f"{a.workload}/{a.threads}t/"
     print(f"\nthe flip: run {a.flip}, testid {ids[a.flip]}\n")
-    return history.main(["runs", "--results", str(out), "--index", str(idx), "--series", series,
-                         "--min-segment", str(a.min_segment)])
+    rc = history.main(["runs", "--results", str(out), "--index", str(idx), "--series", series,
+                       "--min-segment", str(a.min_segment)])
+    if rc:
+        return rc
+    print("\nscripts/history --check at its defaults:", flush=True)
+    rc = history.main(["changes", "--check", "--results", str(out), "--index", str(idx)])
+    print(f"(--check exited {rc}: {'a regression found' if rc == 1 else 'no regression found' if rc == 0 else 'bad input'})")
+    return 2 if rc == 2 else 0
 
 
 def quote(v):
@@ -309,7 +382,15 @@ def measure_one(values, params, a, sign):
 
 def measure(a):
     folder = Path(a.from_ or ROOT / "results/history-aa")
-    values = pool(folder, a.metric, a.threads, a.reject_disturbed)
+    if a.metric == "vs_ref":  # duet points (collect --duet): each candidate over its reference
+        from tbstools import duet as duetmod
+        runs = duetmod.pool(folder, a.threads, a.reject_disturbed)
+        if len(runs) < 5:
+            raise ReportError(f"{folder}: {len(runs)} paired runs with vs_ref; at least 5 are needed "
+                              "(tools/history-quality collect --duet)", code=2)
+        values = [v for _, v in sorted(runs)]
+    else:
+        values = pool(folder, a.metric, a.threads, a.reject_disturbed)
     sign = -1 if hcp.METRICS[a.metric] else 1  # a regression: QPS down, latency up
     cv = statistics.stdev(values) / statistics.fmean(values) * 100
     if a.noise_cv:
@@ -373,6 +454,13 @@ def parser():
         p.add_argument("--no-pin", action="store_true", help="leave TiDB and k6 on every core")
         p.add_argument("--pin-db", type=int, default=0, help="TiDB's core (default 0)")
         p.add_argument("--pin-client", type=int, default=1, help="k6's core (default 1)")
+        p.add_argument("--duet", action="store_true",
+                       help="each point a duet: the stack's TiDB beside a reference TiDB of the same build, both on "
+                            "--pin-db at equal CPU weights, run at once by a plan with a reference arm; the history "
+                            "judges vs_ref (tbstools/duet.py)")
+        p.add_argument("--ref-port", type=int, default=4001, help="the reference TiDB's SQL port (--duet; default 4001)")
+        p.add_argument("--ref-status-port", type=int, default=10081,
+                       help="the reference TiDB's status port (--duet; default 10081)")
         if verb == "e2e":
             p.add_argument("--variable", default="tidb_enable_prepared_plan_cache")
             p.add_argument("--value", default="OFF")
@@ -383,7 +471,8 @@ def parser():
             p.add_argument("--min-segment", type=int, default=hcp.DEFAULTS.min_segment)
     p = sub.add_parser("measure")
     p.add_argument("--from", dest="from_", metavar="DIR", help="the A/A runs (default results/history-aa)")
-    p.add_argument("--metric", default="qps", choices=list(hcp.METRICS))
+    p.add_argument("--metric", default="qps", choices=list(hcp.METRICS),
+                   help="the runs' figure taken as the noise (vs_ref: duet points, collect --duet)")
     p.add_argument("--threads", type=int, help="the thread step (default: every step of the runs)")
     p.add_argument("--trials", type=int, default=200)
     p.add_argument("--before", type=int, default=30, help="runs before the step")
@@ -419,9 +508,16 @@ def main(argv=None):
             if a.no_pin:
                 raise ReportError("--slow-db caps TiDB's share of its one core: it needs the pinning --no-pin "
                                   "turns off", code=2)
-            if not (Path("/sys/fs/cgroup/cpu") / "cpu.cfs_quota_us").is_file():
+            if not (Path("/sys/fs/cgroup/cpu") / ("cpu.shares" if a.duet else "cpu.cfs_quota_us")).is_file():
                 raise ReportError("--slow-db needs cgroup v1's cpu controller at /sys/fs/cgroup/cpu "
-                                  "(cpu.cfs_quota_us is not there)", code=2)
+                                  f"({'cpu.shares' if a.duet else 'cpu.cfs_quota_us'} is not there)", code=2)
+        if a.verb in ("collect", "e2e") and a.duet:
+            if a.no_pin:
+                raise ReportError("--duet puts both databases on one core (--pin-db): it needs the pinning --no-pin "
+                                  "turns off", code=2)
+            if not (Path("/sys/fs/cgroup/cpu") / "cpu.shares").is_file():
+                raise ReportError("--duet weighs the two databases on their core by cgroup v1's cpu controller at "
+                                  "/sys/fs/cgroup/cpu (cpu.shares is not there)", code=2)
         return {"collect": collect, "measure": measure, "e2e": e2e}[a.verb](a)
     except ReportError as e:
         print(f"error: {e}", file=sys.stderr)
