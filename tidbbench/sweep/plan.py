@@ -24,6 +24,12 @@ at most `"reruns"` times (default 2; 0: never) and within a plan-wide cap (a fif
 samples, at least 2); the rejected sample is kept, under `rejected` in its arm's sweep manifest
 and in the plan manifest, with why (docs/report.md, "Disturbed samples").
 
+`"reference": ARM` pairs every other arm's sample with ARM's sample of the same workload and round:
+the history divides the sample's throughput by the reference's (`vs_ref`, docs/history.md). With
+`"duet": true` (the reference and exactly one other arm) a round's two samples run at once, both k6
+runs waiting for one start_at, so the host's drift falls on both (the plan manifest's `order`
+lists such a pair as one item, [reference's or other's first, as the round's shuffle put them]).
+
 A plan of the workload `tpcc` (alone) runs k6/tpcc.js's samples: go-tpc's TPC-C at the plan's
 `warehouses`, its thread steps and times; prepare and reset load go-tpc's tables (tpcc.js's
 cleanup and prepare) instead of sysbench's, and the report is the TPC-C report (tpmC per sample
