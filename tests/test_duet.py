@@ -4,13 +4,15 @@ partner's CPU (disturbance.without_partner) and rerun as a pair (k6 stood in for
 writes the manifest a run would); the history's pairing (points' vs_ref and ref_run_key, a rerun's
 accepted sample, TPC-C's tpmC, a duet's series of its own) and its detection on vs_ref first by
 default (cp.series_metrics, scripts/history --check). Server-free, from copies of recorded
-manifests (tests/historytools.py, tests/golden/)."""
+manifests (tests/historytools.py, tests/golden/). One real duet plan on the local stack (MariaDB the
+reference, TiDB beside it) is the full tier's test at the end."""
 import copy
 import json
 import random
 import shutil
 import sqlite3
 import statistics
+import subprocess
 import time
 
 import pytest
@@ -417,3 +419,75 @@ def test_without_the_reference_the_same_runs_pass_the_check(tmp_path, capsys):
     rc, out, _ = ht.run(capsys, "--results", str(res), "--check")
     assert rc == 0 and "REGRESSION" not in out and "qps: too noisy to check at 3%" in out, out
 
+
+# ---------------------------------------------------------------- a real duet on the local stack
+
+def overlap(a, b):
+    """The share of the longer of two measured windows that both cover."""
+    both = min(a["measure_end"], b["measure_end"]) - max(a["measure_start"], b["measure_start"])
+    return max(0, both) / max(a["measure_end"] - a["measure_start"], b["measure_end"] - b["measure_start"])
+
+
+def check_judged_without_partner(res, e):
+    """A duet sample's entry (accepted or rejected): the other processes' CPU its plan named (in
+    `disturbed` or `rejected`) is exactly what its figures say without its partner's database and
+    k6 (disturbance.without_partner), never the raw figure the partner's CPU is in: a busy host may
+    still disturb a pair (the suite's own processes), the partner never does."""
+    m, partner = (json.loads((res / f"{t}.json").read_text()) for t in (e["testid"], e["duet_with"]))
+    raw = m["steps"][0]["disturbance"]
+    if not raw.get("available", True) or not isinstance(raw.get("other_share"), (int, float)):
+        return
+    judged = disturbance.without_partner(m, partner)
+    d, pd = judged["steps"][0]["disturbance"], partner["steps"][0]["disturbance"]
+    assert d["partner_cpu_s"] == pytest.approx(pd["db_cpu_s"] + pd["client_cpu_s"]) and d["partner_cpu_s"] > 0
+    assert d["other_share"] < raw["other_share"]
+    named = [r for r in (e.get("disturbed") or e.get("rejected") or "").split("; ")
+             if r.startswith(f"{e['testid']}: ") and OTHER_CPU in r]
+    assert named == [f"{e['testid']}: {r}" for r in disturbance.run_reasons(judged) if OTHER_CPU in r], (e, raw, d)
+
+
+@pytest.mark.full
+def test_a_duet_plan_on_mariadb_and_tidb(stack, tmp_path):
+    from conftest import fresh_db
+    db = "sbtest_duet_it"
+    for target in ("mariadb", "tidb"):
+        fresh_db(target, db)
+    plan = {"workloads": [W], "threads": [2], "repeats": 2, "prepare": True,
+            "options": {"time": 2, "warmup_time": 0, "grace_time": 1, "tables": 1, "table_size": 1000,
+                        "mysql_db": db},
+            "arms": [{"name": "ref", "options": {"mysql_host": "127.0.0.1", "mysql_port": 3306}},
+                     {"name": "cand", "options": {"mysql_host": "127.0.0.1", "mysql_port": 4000}}],
+            "reference": "ref", "duet": True}
+    f, res = tmp_path / "plan.json", tmp_path / "results"
+    f.write_text(json.dumps(plan))
+    p = subprocess.run([str(ROOT / "scripts/sweep"), "--plan", str(f), "--results", str(res), "--id", "duet",
+                        "--no-report"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    sweeps = {n: json.loads((res / f"sweep-duet-{n}.json").read_text()) for n in ("ref", "cand")}
+    assert all(s["reference"] == "ref" and s["duet"] is True for s in sweeps.values())
+    man = {}
+    for rnd in (1, 2):
+        r, c = (next(e for e in sweeps[n]["runs"] if e["repeat"] == rnd) for n in ("ref", "cand"))
+        assert (r["duet_with"], c["duet_with"]) == (c["testid"], r["testid"])
+        mr, mc = (json.loads((res / f"{e['testid']}.json").read_text()) for e in (r, c))
+        assert mr["run_start"] == mc["run_start"]  # the shared start_at
+        assert mr["target"]["port"] == 3306 and mc["target"]["port"] == 4000
+        (sr,), (sc,) = mr["steps"], mc["steps"]
+        assert overlap(sr["window"], sc["window"]) >= 0.9, (sr["window"], sc["window"])
+        man[rnd] = (c["testid"], mc, r["testid"], mr)
+    # every sample, the rejected of a rerun pair too (a busy host may make one), judged without its partner
+    for s in sweeps.values():
+        for e in s["runs"] + s.get("rejected", []):
+            check_judged_without_partner(res, e)
+    idx = res / "h.sqlite"
+    p = subprocess.run([str(ROOT / "scripts/history"), "ingest", "--results", str(res), "--index", str(idx)],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    pts = points(idx)
+    for ctid, mc, rtid, mr in man.values():
+        p = pts[(ctid, 2)]
+        assert p["ref_run_key"] == rtid
+        assert p["vs_ref"] == pytest.approx(mc["steps"][0]["qps"] / mr["steps"][0]["qps"], rel=1e-9)
+        solo = store.series_key(W, 2, store.options_hash(mc["options"]), store.target_of(mc))
+        assert p["series"] != solo and p["options_hash"] != store.options_hash(mc["options"])
+        assert pts[(rtid, 2)]["vs_ref"] is None
