@@ -416,6 +416,58 @@ def test_cpu_cap_holds_a_busy_process_to_its_share_and_puts_it_back():
         p.wait()
 
 
+@pytest.mark.full
+def test_cpu_weights_split_one_core_by_process_and_put_them_back():
+    """benchkit.CpuWeights on the real cgroup v1 cpu controller (the duet's, tools/history-quality
+    --duet): two busy loops on one core split it evenly at equal weights, and at weights 1 : 0.5
+    the first takes about 2/3 of it; release() puts both back and removes the groups."""
+    import time
+    from tbstools import benchkit
+    if not os.access(benchkit.CpuWeights.CPU / "cgroup.procs", os.W_OK) or (os.cpu_count() or 1) < 2:
+        pytest.skip("needs cgroup v1's cpu controller at /sys/fs/cgroup/cpu, writable (root), and 2 cores")
+    procs = {n: subprocess.Popen(["taskset", "-c", "1", "sh", "-c", "while :; do :; done"]) for n in ("first", "second")}
+    came_from = {n: benchkit.CpuCap.group_of(p.pid) for n, p in procs.items()}
+
+    def shares():
+        time.sleep(0.3)
+        c0 = {n: cpu_seconds(p.pid) for n, p in procs.items()}
+        time.sleep(1.5)
+        used = {n: cpu_seconds(procs[n].pid) - c0[n] for n in procs}
+        return used["first"] / (used["first"] + used["second"])
+    try:
+        w = benchkit.CpuWeights({n: p.pid for n, p in procs.items()}, f"tbs-test-w-{procs['first'].pid}")
+        try:
+            assert {n: benchkit.CpuCap.group_of(p.pid) for n, p in procs.items()} == \
+                {n: f"/tbs-test-w-{procs['first'].pid}-{n}" for n in procs}
+            even = shares()
+            w.set("second", 0.5)
+            assert w.weight("second") == 0.5
+            uneven = shares()
+            groups = list(w.groups.values())
+        finally:
+            w.release()
+        assert 0.4 < even < 0.6, f"equal weights gave the first {even:.2f} of the core"
+        assert 0.58 < uneven < 0.76, f"weights 1 : 0.5 gave the first {uneven:.2f} of the core"
+        assert {n: benchkit.CpuCap.group_of(p.pid) for n, p in procs.items()} == came_from
+        assert not any(g.exists() for g in groups)
+    finally:
+        for p in procs.values():
+            p.kill()
+            p.wait()
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--duet", "--no-pin"], "--duet puts both databases on one core"),
+])
+def test_duet_refuses_no_pinning_before_any_run(tmp_path, capsys, args, named):
+    from tbstools import historyquality
+    out = tmp_path / "hq"
+    for verb in ("collect", "e2e"):
+        assert historyquality.main([verb, "--out", str(out), *args]) == 2
+        assert named in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_a_merged_multi_instance_run_is_one_run(tmp_path, capsys):
     """Two instances of a split run (each a copy of a recorded manifest as one process' share),
     merged by tidbbench/merge.py: ingested as one run, its QPS the sum, the instance files skipped."""

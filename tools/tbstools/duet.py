@@ -188,8 +188,11 @@ class Duet:
         self.plan_file = self.out / f"duet-plan-{stamp}.json"
         self.plan_file.write_text(json.dumps(plan_of(a, a.ref_port, a.ref_status_port), indent=2) + "\n")
 
-    def point(self, i):
-        return run_point(self.a, self.plan_file, f"hq-{self.stamp}-{i:03d}", self.out, self.pin.client_preexec())
+    def point(self, i, out=None):
+        out = Path(out or self.out)
+        out.mkdir(parents=True, exist_ok=True)
+        tag = "w" if out != self.out else ""
+        return run_point(self.a, self.plan_file, f"hq-{self.stamp}-{tag}{i:03d}", out, self.pin.client_preexec())
 
     def close(self):
         if self.weights:

@@ -150,6 +150,12 @@ def duet_points(a, out, stamp, on_point=None):
     try:
         prepare(a.db, a.workload, a.tables, a.table_size, out)
         prepare(a.db, a.workload, a.tables, a.table_size, out, port=a.ref_port)
+        # a fresh reference TiDB runs slower for its first tens of seconds (its caches, statistics
+        # and plan cache warming up: the first points of a collection read 1.15-1.43 where the rest
+        # read 0.89-1.04): points run and not recorded, in a folder of their own
+        for i in range(a.duet_warmup):
+            cand, ref = d.point(i, out / "warmup")
+            print(f"warm-up point {i + 1}/{a.duet_warmup} (not recorded): {duetmod.point_line(cand, ref)}", flush=True)
         for i in range(a.runs):
             if on_point:
                 on_point(i, d)
@@ -458,6 +464,8 @@ def parser():
                        help="each point a duet: the stack's TiDB beside a reference TiDB of the same build, both on "
                             "--pin-db at equal CPU weights, run at once by a plan with a reference arm; the history "
                             "judges vs_ref (tbstools/duet.py)")
+        p.add_argument("--duet-warmup", type=int, default=3,
+                       help="duet points run first and not recorded, while the fresh reference TiDB warms up (default 3)")
         p.add_argument("--ref-port", type=int, default=4001, help="the reference TiDB's SQL port (--duet; default 4001)")
         p.add_argument("--ref-status-port", type=int, default=10081,
                        help="the reference TiDB's status port (--duet; default 10081)")
