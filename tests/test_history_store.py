@@ -77,13 +77,14 @@ def test_a_store_made_before_the_tpcc_columns_gets_them_at_push(own_db, tmp_path
     end): push adds them (ADD COLUMN IF NOT EXISTS), keeps its rows and mirrors the TPC-C figures."""
     name, conninfo = own_db
     tpcc = [c for c, _, _ in historyschema.TPCC_COLUMNS]
+    later = tpcc + ["ref_run_key", "vs_ref"]  # TPC-C's, then the reference pairing's (tests/test_duet.py)
     old_ddl = "\n".join(line for line in historyschema.pg_ddl().splitlines()
-                        if not any(f" {c} " in line or f"COLUMN IF NOT EXISTS {c} " in line for c in tpcc))
+                        if not any(f" {c} " in line or f"COLUMN IF NOT EXISTS {c} " in line for c in later))
     with ht.connect("tbs_history_writer", name) as c:
         c.execute(old_ddl)
         have = [r[0] for r in c.execute("SELECT column_name FROM information_schema.columns WHERE table_name = "
                                         "'points' ORDER BY ordinal_position")]
-    assert not set(tpcc) & set(have) and have == historyschema.columns("points")[:len(have)]
+    assert not set(later) & set(have) and have == historyschema.columns("points")[:len(have)]
     idx, runs, points, cps = series_index(tmp_path)
     with sqlite3.connect(idx) as db:
         db.execute("UPDATE points SET tpmc = 1234.5, new_order_p95_ms = 12.5 WHERE run_key = ?", (runs[0]["run_key"],))
