@@ -17,6 +17,7 @@ import random
 
 import pytest
 
+import plantools
 from tidbbench.report import stats
 
 pytestmark = pytest.mark.fast
@@ -224,17 +225,8 @@ GOOD = {"workloads": ["oltp_point_select"], "threads": [1], "repeats": 2,
 
 
 def write_plan(tmp_path, **change):
-    import copy
-    import json
-    p = copy.deepcopy(GOOD)
-    for k, v in change.items():
-        if v is None:
-            p.pop(k, None)
-        else:
-            p[k] = v
-    f = tmp_path / "plan.json"
-    f.write_text(json.dumps(p))
-    return f
+    """GOOD with keys changed (None: removed), as a file."""
+    return plantools.write_plan(tmp_path, GOOD, **change)
 
 
 @pytest.mark.parametrize("change,message", [

@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+import plantools
 import historytools as ht
 from conftest import ROOT
 from tidbbench import ReportError, disturbance
@@ -40,15 +41,7 @@ DUET_PLAN = {"workloads": [W], "threads": [2], "repeats": 2,
 
 def write_plan(tmp_path, **change):
     """DUET_PLAN with keys changed (None: removed), as a file."""
-    p = copy.deepcopy(DUET_PLAN)
-    for k, v in change.items():
-        if v is None:
-            p.pop(k, None)
-        else:
-            p[k] = v
-    f = tmp_path / "plan.json"
-    f.write_text(json.dumps(p))
-    return f
+    return plantools.write_plan(tmp_path, DUET_PLAN, **change)
 
 
 THREE_ARMS = [{"name": "ref"}, {"name": "cand"}, {"name": "cand2"}]
