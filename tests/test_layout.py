@@ -503,3 +503,64 @@ def test_the_image_check_derives_the_needs():
     go = {}
     go_needs(ROOT / "k6", "./cmd/k6", go)
     assert {"cmd/k6", "ext/tbs", "ext/launch", "ext/results", "driver/mysql", "go.mod"} <= set(go), go
+
+
+# Issue 45 (the suite's time): scripts/test runs its setup in lanes side by side, and apt's lock
+# fails instead of waiting, so every apt-get on this machine goes through common.sh's
+# apt_install (one apt at a time). A Dockerfile's RUN apt-get (inside an image) is not this
+# machine's apt.
+APT_ALLOWED = {"scripts/lib/common.sh"}
+
+
+def raw_apt_calls(files):
+    """[(path, line number, line)] of the apt-get install/update calls outside apt_install and
+    outside a Dockerfile being written (a line in a heredoc or printf for an image)."""
+    out = []
+    for path in files:
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in APT_ALLOWED:
+            continue
+        in_heredoc = None
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if in_heredoc:
+                if line.strip() == in_heredoc:
+                    in_heredoc = None
+                continue
+            m = re.search(r"<<-?'?(\w+)'?", line)
+            if m:
+                in_heredoc = m.group(1)
+            code = line.split("#", 1)[0]
+            if re.search(r"\bapt-get\s+(-\S+\s+)*(install|update)\b", code) and "echo " not in code:
+                out.append((rel, n, line.strip()))
+    return out
+
+
+def shell_scripts():
+    files = subprocess.run(["git", "ls-files", "scripts", "tests/compose-engine", "tools", "deploy"],
+                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    out = []
+    for f in files:
+        p = ROOT / f
+        if p.is_file() and (f.endswith(".sh") or p.read_bytes()[:40].startswith(b"#!/usr/bin/env bash")):
+            out.append(p)
+    return out
+
+
+def test_every_apt_on_this_machine_goes_through_apt_install():
+    scripts = shell_scripts()
+    assert ROOT / "scripts/test" in scripts and ROOT / "tests/compose-engine/build-standins" in scripts
+    assert raw_apt_calls(scripts) == []
+
+
+def test_the_apt_check_finds_a_raw_apt_get():
+    bad = ROOT / "scripts/test-setup.d/30-lint.sh"
+    text = bad.read_text().replace('apt_install "${pkgs[@]}"',
+                                   'apt-get update -qq && apt-get install -y -qq "${pkgs[@]}"')
+    assert text != bad.read_text()
+    copy = ROOT / "scripts/test-setup.d" / f".mut-{os.getpid()}.sh"
+    copy.write_text(text)
+    try:
+        found = raw_apt_calls([copy, ROOT / "tests/compose-engine/build-standins"])
+    finally:
+        copy.unlink()
+    assert [n for _, n, _ in found] == [n for n, line in enumerate(text.splitlines(), 1) if "apt-get update -qq &&" in line]

@@ -12,6 +12,26 @@ STATE=${TBS_STATE:-$ROOT/.stack}
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# apt_install PKG...: Debian packages, installed as root, their services kept from starting (the
+# stack starts its own instances), apt's output in .stack/logs/apt.log. One apt at a time on this
+# machine: scripts/test runs its setup in lanes side by side, and apt's own lock fails where it
+# should wait.
+apt_install() {
+  [ $# -gt 0 ] || return 0
+  [ "$(id -u)" = 0 ] || die "missing Debian packages ($*): run as root or install them first"
+  mkdir -p "$STATE/logs"
+  (
+    flock 8
+    policy=/usr/sbin/policy-rc.d made_policy=
+    if [ ! -e $policy ]; then printf '#!/bin/sh\nexit 101\n' > $policy; chmod +x $policy; made_policy=1; fi
+    status=0
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"; } \
+      >>"$STATE/logs/apt.log" 2>&1 || status=$?
+    if [ -n "$made_policy" ]; then rm -f $policy; fi
+    exit $status
+  ) 8>/run/lock/tidb-bench-stack-apt.lock || die "apt-get install $* failed (see $STATE/logs/apt.log)"
+}
+
 # gomod_dir MODULE VERSION -> prints the unpacked module directory (downloads it if needed).
 gomod_dir() {
   local dir
@@ -46,7 +66,7 @@ ensure_venv() {
   if [ ! -x "$venv/bin/python" ]; then
     if ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
       log "installing Debian package python3-venv"
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+      apt_install python3-venv
     fi
     mkdir -p "$STATE"
     python3 -m venv "$venv"

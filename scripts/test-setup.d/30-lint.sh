@@ -14,8 +14,7 @@ command -v shellcheck >/dev/null || pkgs+=(shellcheck)
 command -v npm >/dev/null || pkgs+=(nodejs npm)
 if [ ${#pkgs[@]} -gt 0 ]; then
   log "installing Debian packages ${pkgs[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+  apt_install "${pkgs[@]}"
 fi
 ensure_venv "$ROOT/tests/requirements.txt"
 lock=$ROOT/lint/package-lock.json stamp=$ROOT/lint/node_modules/.tbs-lock

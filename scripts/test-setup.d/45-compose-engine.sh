@@ -14,7 +14,7 @@ cd "$ROOT"
 
 if ! command -v dockerd >/dev/null; then
   log "installing Debian package docker.io (the Docker engine for the compose engine test)"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io >/dev/null
+  apt_install docker.io
 fi
 DOCKER=/usr/bin/docker   # Debian's client, the same release as the engine
 [ -x "$DOCKER" ] || DOCKER=docker
@@ -27,13 +27,15 @@ if ! "$DOCKER" info >/dev/null 2>&1; then
 fi
 log "Docker engine $("$DOCKER" version -f '{{.Server.Version}}'), compose $(docker compose version --short 2>/dev/null || echo missing)"
 
-scripts/build prometheus loki tidb compose
-tests/compose-engine/build-standins
-
+# First the k6 image and its two stand-ins, which need none of scripts/build's binaries
+# (scripts/test runs this beside the builds), then the stand-ins made of those binaries.
+tests/compose-engine/build-standins --base
 set -a; . "$ROOT/.env"; set +a
 log "building $K6_IMAGE from k6/Dockerfile"
 DOCKER_BUILDKIT=1 "$DOCKER" build -q --network host --build-arg "GO_IMAGE=$GO_IMAGE" --build-arg "K6_BASE_IMAGE=$K6_BASE_IMAGE" \
   -t "$K6_IMAGE" k6 >/dev/null
+scripts/build prometheus loki tidb compose
+tests/compose-engine/build-standins
 log "compose engine test: stand-in images (no registry here): $(tests/compose-engine/build-standins --list | tr '\n' ' ')"
 log "compose engine test: services that cannot run here (no image to be had): $(
   sed -n 's/^  \([a-z0-9-]*\): {profiles: \[not-on-this-machine\]}$/\1/p' tests/compose-engine/compose.override.yaml | tr '\n' ' ')"

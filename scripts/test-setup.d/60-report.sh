@@ -14,7 +14,6 @@ PY=$STATE/venv/bin/python
 
 if ! command -v chromium >/dev/null || ! fc-list 2>/dev/null | grep -qi dejavu; then
   log "installing Debian packages chromium fonts-dejavu-core"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+  apt_install chromium fonts-dejavu-core
 fi
 log "ok: $("$PY" -c 'import matplotlib, markdown, pymysql; from importlib.metadata import version as v; print(*(n + " " + v(n) for n in ("matplotlib", "Markdown", "PyMySQL")))'), $(chromium --version 2>/dev/null | head -1)"

@@ -10,7 +10,6 @@ log() { printf '[%s] 70-web-dashboard: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 ensure_venv "$ROOT/tests/requirements.txt" # websocket-client is pinned there
 if ! command -v chromium >/dev/null; then
   log "installing Debian package chromium"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+  apt_install chromium fonts-dejavu-core
 fi
 log "ok: websocket-client $("$STATE/venv/bin/python" -c 'from importlib.metadata import version; print(version("websocket-client"))'), $(chromium --version 2>/dev/null | head -1)"
