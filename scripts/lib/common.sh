@@ -15,7 +15,7 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 # apt_install PKG...: Debian packages, installed as root, their services kept from starting (the
 # stack starts its own instances), apt's output in .stack/logs/apt.log. One apt at a time on this
 # machine: scripts/test runs its setup in lanes side by side, and apt's own lock fails where it
-# should wait.
+# should wait. The package lists are updated once an hour at most (the lanes ask one after another).
 apt_install() {
   [ $# -gt 0 ] || return 0
   [ "$(id -u)" = 0 ] || die "missing Debian packages ($*): run as root or install them first"
@@ -24,8 +24,9 @@ apt_install() {
     flock 8
     policy=/usr/sbin/policy-rc.d made_policy=
     if [ ! -e $policy ]; then printf '#!/bin/sh\nexit 101\n' > $policy; chmod +x $policy; made_policy=1; fi
-    status=0
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"; } \
+    status=0 updated=/run/lock/tidb-bench-stack-apt.updated
+    { if [ -z "$(find "$updated" -mmin -60 2>/dev/null)" ]; then apt-get update -qq && touch "$updated"; fi &&
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"; } \
       >>"$STATE/logs/apt.log" 2>&1 || status=$?
     if [ -n "$made_policy" ]; then rm -f $policy; fi
     exit $status
