@@ -55,8 +55,10 @@ def detection(ap):
     ap.add_argument("--metric", action="append", choices=list(hcp.METRICS),
                     help=f"metric to analyse (repeat; default: {', '.join(hcp.DEFAULT_METRICS)}; a TPC-C series: "
                          f"{', '.join(hcp.TPCC_DEFAULT_METRICS)}; each series gets the ones it has)")
-    ap.add_argument("--min-segment", type=int, default=d.min_segment,
-                    help=f"runs a level must last on each side of a change point (default {d.min_segment})")
+    ap.add_argument("--min-segment", type=int,
+                    help=f"runs a level must last on each side of a change point (default {d.min_segment}; "
+                         f"{d.paired_min_segment} for {hcp.PAIRED_METRIC}, a paired series' throughput over its "
+                         "reference's; given, it applies to every metric)")
     ap.add_argument("--min-magnitude", type=float, default=d.min_magnitude,
                     help=f"smallest change of the segments' means, %% (default {d.min_magnitude:g})")
     ap.add_argument("--max-pvalue", type=float, default=d.max_pvalue,
@@ -129,7 +131,9 @@ def do_schema(a):
 
 
 def params_of(a):
-    return hcp.check_params(hcp.Params(a.min_segment, a.min_magnitude, a.max_pvalue, a.window))
+    d = hcp.DEFAULTS
+    return hcp.check_params(hcp.Params(a.min_segment or d.min_segment, a.min_magnitude, a.max_pvalue, a.window,
+                                       a.min_segment or d.paired_min_segment))
 
 
 def index_path(a):
@@ -191,11 +195,12 @@ def analyse(conn, series, asked, params):
     for s in series:
         metrics = metrics_of(conn, s, asked)
         pts = store.series_points(conn, s)
-        need = 2 * params.min_segment
-        if len(pts) < need:
+        least = min((params.for_metric(m).min_segment for m in metrics), default=params.min_segment)
+        if len(pts) < 2 * least:
             notes.append(f"{s}: {len(pts)} run{'s' if len(pts) != 1 else ''}: too few for a change point (at least "
-                         f"{need}: --min-segment {params.min_segment} a side)")
+                         f"{2 * least}: --min-segment {least} a side)")
         for metric in metrics:
+            need = 2 * params.for_metric(metric).min_segment
             have = hcp.metric_points(pts, metric)
             cells.append((s, metric))
             bad = hcp.not_numbers(pts, metric)
@@ -205,7 +210,7 @@ def analyse(conn, series, asked, params):
                 notes.append(f"{s}: {len(bad)} of {len(pts)} runs have a {metric} that is not a number "
                              f"({', '.join(sorted({str(v) for v in bad}))}): left out")
             if len(have) < need:
-                if len(pts) >= need:
+                if len(pts) >= 2 * least:
                     notes.append(f"{s}: {len(have)} runs with {metric}: too few for a change point (at least {need})")
                 continue
             for cp in hcp.series_change_points(s, pts, metric, params):
@@ -340,10 +345,16 @@ def print_check(a, params, failed, noisy, noises):
         print(f"check passed: no series' last change point is a regression of {a.threshold:g}% or more")
 
 
+def paired_text(params):
+    """', 3 for vs_ref' when the paired metric's minimum segment differs."""
+    m = params.paired_min_segment
+    return f", {m} for {hcp.PAIRED_METRIC}" if m != params.min_segment else ""
+
+
 def print_changes(a, params, series, shown, noises, since):
     print(f"{len(shown)} change point(s) in {len(series)} series" + (f" since {since}" if since else "") +
-          f" (Otava: min segment {params.min_segment} runs, min magnitude {params.min_magnitude:g}%, "
-          f"p < {params.max_pvalue:g})")
+          f" (Otava: min segment {params.min_segment} runs{paired_text(params)}, min magnitude "
+          f"{params.min_magnitude:g}%, p < {params.max_pvalue:g})")
     for s in series:
         ns = [n for n in noises if n.series == s]
         cs = [c for c in shown if c.series == s]

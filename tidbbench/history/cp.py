@@ -48,7 +48,7 @@ from scipy import stats as sps
 
 from tidbbench import ReportError
 # the settings (cp.Params, cp.DEFAULTS), defined where the History dashboard's generator reads them too
-from tidbbench.history.noise import DEFAULTS, Params  # noqa: F401
+from tidbbench.history.noise import DEFAULTS, PAIRED_METRIC, Params  # noqa: F401
 from tidbbench.history.schema import TPCC_TXNS
 
 # metric -> True when higher is better
@@ -61,9 +61,6 @@ TPCC_METRICS = {"tpmc": True, "tpm_total": True, "tps": True, "errors_per_s": Fa
 METRICS = {**OLTP_METRICS, **TPCC_METRICS}
 DEFAULT_METRICS = ("qps", "p95_ms")
 TPCC_DEFAULT_METRICS = ("tpmc", "new_order_p95_ms")
-# a series paired with a reference (a plan's reference arm: store.vs_ref) is judged first on its
-# throughput over the reference's, which the host's drift cancels out of (docs/history.md)
-PAIRED_METRIC = "vs_ref"
 TPCC_WORKLOAD = "tpcc"  # the workload of k6/tpcc.js's manifests (k6/lib/tpccsummary.js)
 
 
@@ -85,14 +82,16 @@ MAX_ROUNDS = 20  # rounds of merge, minimum segment and placement (each only rem
 
 
 def check_params(p):
-    if p.min_segment < 2:
-        raise ReportError(f"invalid --min-segment {p.min_segment}: at least 2 runs (a t-test needs two a side)", code=2)
+    for v in (p.min_segment, p.paired_min_segment):
+        if v < 2:
+            raise ReportError(f"invalid --min-segment {v}: at least 2 runs (a t-test needs two a side)", code=2)
     if not 0 <= p.min_magnitude < 100:
         raise ReportError(f"invalid --min-magnitude {p.min_magnitude}: a % in [0, 100)", code=2)
     if not 0 < p.max_pvalue < 1:
         raise ReportError(f"invalid --max-pvalue {p.max_pvalue}: in (0, 1)", code=2)
-    if p.window < 2 * p.min_segment:
-        raise ReportError(f"invalid --window {p.window}: at least 2 x --min-segment ({2 * p.min_segment})", code=2)
+    most = max(p.min_segment, p.paired_min_segment)
+    if p.window < 2 * most:
+        raise ReportError(f"invalid --window {p.window}: at least 2 x --min-segment ({2 * most})", code=2)
     return p
 
 
@@ -348,11 +347,12 @@ def not_numbers(points, metric):
 
 def series_change_points(series, points, metric, params=DEFAULTS):
     """[ChangePoint] of one metric over a series' points (oldest first; points without the
-    metric are left out: a gap, not a zero; so are values that are not numbers: not_numbers)."""
+    metric are left out: a gap, not a zero; so are values that are not numbers: not_numbers), with
+    the metric's settings (params.for_metric: vs_ref's minimum segment)."""
     have = metric_points(points, metric)
     values = [float(p[metric]) for p in have]
     out = []
-    found = detect(values, params)
+    found = detect(values, params.for_metric(metric))
     bounds = [0] + [i for i, _, _ in found] + [len(values)]
     for k, (i, st, likely) in enumerate(found):
         before, after = values[bounds[k]:i], values[i:bounds[k + 2]]

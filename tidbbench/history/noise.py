@@ -22,9 +22,12 @@ beta function by its continued fraction, as in Numerical Recipes; tests/test_noi
 against scipy)."""
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 MAX_RUNS = 1000  # the most runs a side the advice considers
+# a series paired with a reference (a plan's reference arm) is judged first on its throughput over the
+# reference's (tidbbench/history/cp.py), which the host's drift cancels out of (docs/history.md)
+PAIRED_METRIC = "vs_ref"
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,14 @@ class Params:
     min_magnitude: float = 3.0  # % change of the segments' means
     max_pvalue: float = 0.001  # the t-test's significance threshold
     window: int = 50  # Otava's sliding window (runs); the split step also runs window/2 and 4 x min_segment
+    # vs_ref's minimum segment: its points vary less than raw QPS (the host's drift cancels out) and
+    # measured on this VM's 40-s duet points, 3 runs found a 5% step within 5 runs in 91.5% of trials
+    # against 84.0% with 4, at 0.09 false change points per 100 A/A runs (docs/history.md)
+    paired_min_segment: int = 3
+
+    def for_metric(self, metric):
+        """The settings `metric` is detected with: vs_ref with paired_min_segment as its minimum segment."""
+        return replace(self, min_segment=self.paired_min_segment) if metric == PAIRED_METRIC else self
 
 
 DEFAULTS = Params()
@@ -162,6 +173,7 @@ class SeriesNoise:
 def series_noise(series, metric, points, change_indexes, params):
     """SeriesNoise of one metric over its points (oldest first, the metric a number in each) and the
     indexes of its change points among them."""
+    params = params.for_metric(metric)
     values = [float(p[metric]) for p in points]
     lv = level(values, change_indexes, params.window)
     start = max(change_indexes, default=0)
@@ -184,6 +196,7 @@ def side_text(target_pct, n, params):
 def noise_text(nz, params):
     """One line: `qps: CV 1.52% over the last 30 runs; MDC 3.00% (4 runs after a step); 5%: 4 runs a
     side, 2%: never, below --min-magnitude 3%`."""
+    params = params.for_metric(nz.metric)
     if nz.cv_pct is None:
         return f"{nz.metric}: {nz.runs} run{'s' if nz.runs != 1 else ''} of its level: no spread, no MDC"
     since = f" since its last change point ({nz.since})" if nz.since else ""
@@ -195,6 +208,7 @@ def noise_text(nz, params):
 def too_noisy_text(nz, threshold, params):
     """'' or why this series cannot be checked at threshold %: its MDC is above it; what spread or
     runs would do."""
+    params = params.for_metric(nz.metric)
     if nz.mdc_pct is None or nz.mdc_pct <= threshold:
         return ""
     head = (f"{nz.series} {nz.metric}: too noisy to check at {threshold:g}%: CV {nz.cv_pct:.2f}% over its last "

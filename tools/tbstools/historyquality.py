@@ -302,12 +302,13 @@ def e2e_history(a, out, ids, series):
     `--check` at its defaults, its verdict printed (the e2e exits 0 either way; 2 on bad input)."""
     from tidbbench.history import cli as history
     idx = out / "history.sqlite"
-    rc = history.main(["ingest", "--results", str(out), "--index", str(idx), "--min-segment", str(a.min_segment)])
+    seg = ["--min-segment", str(a.min_segment)] if a.min_segment else []  # none given: scripts/history's own
+    rc = history.main(["ingest", "--results", str(out), "--index", str(idx), *seg])
     if rc:
         return rc
     print(f"\nthe flip: run {a.flip}, testid {ids[a.flip]}\n")
     rc = history.main(["runs", "--results", str(out), "--index", str(idx), "--series", series,
-                       "--min-segment", str(a.min_segment)])
+                       *seg])
     if rc:
         return rc
     print("\nscripts/history --check at its defaults:", flush=True)
@@ -409,9 +410,11 @@ def measure(a):
     print(f"noise: {len(values)} A/A runs of {folder}, {a.metric} mean {statistics.fmean(values):.2f}, "
           f"CV {cv:.2f}%; {a.trials} trials a row, {a.before} runs before the step, {a.after} after; "
           f"A/A series of {a.aa_length} runs")
-    grid = [hcp.Params(ms, mm, p, a.window) for ms, mm, p in itertools.product(
-        a.min_segment, a.min_magnitude, a.max_pvalue)] if a.grid else \
-        [hcp.Params(a.min_segment[0], a.min_magnitude[0], a.max_pvalue[0], a.window)]
+    # the metric's own default minimum segment unless given (vs_ref: DEFAULTS.paired_min_segment)
+    segments = a.min_segment or [hcp.DEFAULTS.for_metric(a.metric).min_segment]
+    grid = [hcp.Params(ms, mm, p, a.window, ms) for ms, mm, p in itertools.product(
+        segments, a.min_magnitude, a.max_pvalue)] if a.grid else \
+        [hcp.Params(segments[0], a.min_magnitude[0], a.max_pvalue[0], a.window, segments[0])]
     out = []
     for params in grid:
         r = measure_one(values, params, a, sign)
@@ -476,7 +479,9 @@ def parser():
             p.add_argument("--slow-db", type=float, metavar="PCT",
                            help="instead of the variable: from --flip on, hold the pinned TiDB to (100 - PCT)%% of "
                                 "its core (cgroup v1's cpu quota), a slow-down of about PCT%% (1 to 50)")
-            p.add_argument("--min-segment", type=int, default=hcp.DEFAULTS.min_segment)
+            p.add_argument("--min-segment", type=int,
+                           help="scripts/history's --min-segment (default: its own: "
+                                f"{hcp.DEFAULTS.min_segment}, {hcp.DEFAULTS.paired_min_segment} for vs_ref)")
     p = sub.add_parser("measure")
     p.add_argument("--from", dest="from_", metavar="DIR", help="the A/A runs (default results/history-aa)")
     p.add_argument("--metric", default="qps", choices=list(hcp.METRICS),
@@ -487,7 +492,8 @@ def parser():
     p.add_argument("--after", type=int, default=10, help="runs after the step, at most")
     p.add_argument("--aa-length", type=int, default=100, help="runs of each A/A series")
     p.add_argument("--steps", type=floats, default=list(STEPS), help="step sizes, %% (default 3,5,10)")
-    p.add_argument("--min-segment", type=ints, default=[hcp.DEFAULTS.min_segment])
+    p.add_argument("--min-segment", type=ints,
+                   help=f"(default: the metric's, {hcp.DEFAULTS.min_segment}; {hcp.DEFAULTS.paired_min_segment} for vs_ref)")
     p.add_argument("--min-magnitude", type=floats, default=[hcp.DEFAULTS.min_magnitude])
     p.add_argument("--max-pvalue", type=floats, default=[hcp.DEFAULTS.max_pvalue])
     p.add_argument("--window", type=int, default=hcp.DEFAULTS.window)
