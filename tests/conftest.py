@@ -1,5 +1,6 @@
 """Shared helpers for the integration tests: the local stack's real servers (started by
 scripts/test through `scripts/stack up --target both`), our k6, Prometheus and SQL access."""
+import fcntl
 import json
 import os
 import re
@@ -41,6 +42,44 @@ FAST = os.environ.get("TBS_TIER") == "fast"  # set by scripts/test --fast
 def pytest_configure(config):
     config.addinivalue_line("markers", "fast: needs no server and no build beyond Go's cache (scripts/test --fast)")
     config.addinivalue_line("markers", "full: needs the local stack, a built binary or a long run (scripts/test)")
+    config.addinivalue_line("markers", "serial: runs with no other test beside it (scripts/test's second pytest; "
+                                       "CONTRIBUTING.md): it changes or restarts what every test shares, or times "
+                                       "or paces something the other tests' load would move")
+
+
+# -- two at a time (CONTRIBUTING.md, "Tests side by side"): scripts/test runs the tests not marked
+# serial in two pytest-xdist workers (--dist loadfile: a file's tests on one worker, so its module
+# fixtures run once), then the serial ones alone. What the side-by-side tests share is made safe
+# for two: `scripts/stack up` takes a lock, k6.env and the sysbench option file are replaced whole,
+# and the session runs below are made once per suite, under a lock, for every pytest process.
+SUITE = os.environ.get("TBS_SUITE_ID", "")  # set by scripts/test: one id for its pytest processes
+
+
+@contextmanager
+def locked(name):
+    """An exclusive lock of this machine's stack state, held while inside (fcntl: released when
+    the process dies)."""
+    STATE.mkdir(parents=True, exist_ok=True)
+    with open(STATE / f"{name}.lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def once_per_suite(name, tmp_path_factory, make):
+    """make(folder) -> a JSON value, made once for the whole suite (every pytest process of one
+    scripts/test, by TBS_SUITE_ID) in .stack/test-runs/<suite>/<name>, the others waiting on its
+    lock and reading what it made; without TBS_SUITE_ID, once in this process' tmp folder."""
+    if not SUITE:
+        return make(tmp_path_factory.mktemp(name))
+    folder = STATE / "test-runs" / SUITE / name
+    with locked(f"test-run-{name}"):
+        made = folder / "made.json"
+        if made.is_file():
+            return json.loads(made.read_text())
+        folder.mkdir(parents=True, exist_ok=True)
+        value = make(folder)
+        made.write_text(json.dumps(value))
+        return value
 
 
 def pytest_collection_modifyitems(config, items):
@@ -88,9 +127,12 @@ def sysbench_password_option():
     path = STATE / "secrets" / "sysbench.conf"
     text = f"mysql-password={password()}\n"
     if not path.exists() or path.read_text() != text:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        # written beside it, then moved: a sysbench of another test process reads all of it
+        tmp = path.with_name(f"{path.name}.{os.getpid()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(text)
+        os.replace(tmp, path)
     return f"--config-file={path}"
 
 
@@ -132,8 +174,12 @@ def read_write_runs(stack, tmp_path_factory):
     what a run leaves behind in Prometheus and Loki (test_dashboards_live, test_resources): one
     on TiDB, one on MariaDB as a rate run (sysbench's --rate, 100 events/s: the response-time
     panels need one). Their own database and results folder. Returns (results_dir, {target:
-    the run's manifest})."""
-    res = tmp_path_factory.mktemp("rw-results")
+    the run's manifest}); made once per suite (once_per_suite)."""
+    folder, out = once_per_suite("read-write-runs", tmp_path_factory, _read_write_runs)
+    return Path(folder), out
+
+
+def _read_write_runs(res):
     out = {}
     for target, port in TARGETS.items():
         db = fresh_db(target, "sbtest_rwruns")
@@ -146,7 +192,7 @@ def read_write_runs(stack, tmp_path_factory):
            "-e", f"results_dir={res}", "oltp.js")
         out[target] = json.loads((res / f"{testid}.json").read_text())
         assert [s["threads"] for s in out[target]["steps"]] == [2, 4]
-    return res, out
+    return str(res), out
 
 
 TPCC_TIME_S, TPCC_WARMUP_S = 10, 2  # tpcc_run: per step 2 s of warm-up, then 10 s measured
@@ -157,9 +203,19 @@ def tpcc_run(stack, tmp_path_factory):
     """A real 2-step (1 and 2 threads) TPC-C run of k6/tpcc.js on the local TiDB, 1 warehouse
     prepared in a database of its own, with remote write to the stack's Prometheus: what the TPC-C
     dashboard and history tests read (test_dashboards_tpcc_live, test_history_tpcc). Returns
-    (results_dir, the run's manifest)."""
-    res = tmp_path_factory.mktemp("tpcc-results")
-    db = fresh_db("tidb", "sbtest_tpcc_run")
+    (results_dir, the run's manifest); made once per suite (once_per_suite), its database then left
+    to the next suite's fresh_db (another test process may still read it)."""
+    folder, m = once_per_suite("tpcc-run", tmp_path_factory, _tpcc_run)
+    yield Path(folder), m
+    if not SUITE:
+        sql("tidb", f"DROP DATABASE IF EXISTS {TPCC_RUN_DB}")
+
+
+TPCC_RUN_DB = "sbtest_tpcc_run"
+
+
+def _tpcc_run(res):
+    db = fresh_db("tidb", TPCC_RUN_DB)
     common = ["-e", f"mysql_port={TARGETS['tidb']}", "-e", f"mysql_db={db}", "-e", "warehouses=1"]
     k6("run", "-q", *common, "-e", "tpcc_command=prepare", "-e", "threads=2", "tpcc.js", env={"K6_OUT": ""})
     testid = f"tpcc-tidb-{int(time.time())}"
@@ -167,8 +223,7 @@ def tpcc_run(stack, tmp_path_factory):
        "-e", f"testid={testid}", "-e", f"results_dir={res}", "tpcc.js")
     m = json.loads((res / f"{testid}.json").read_text())
     assert [s["threads"] for s in m["steps"]] == [1, 2] and all(s["tpmC"] > 0 for s in m["steps"]), m["steps"]
-    yield res, m
-    sql("tidb", f"DROP DATABASE IF EXISTS {db}")
+    return str(res), m
 
 
 def k6(*args, env=None, timeout=600, check=True):

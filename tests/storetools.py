@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import psycopg
 
 import dashtools
-from conftest import ROOT, STATE
+from conftest import ROOT, STATE, locked
 from tidbbench.history import schema as historyschema
 
 PORT = None
@@ -57,9 +57,12 @@ def run_roles_sql(dbname):
               f"\\set reader_password '{secret('history-db-reader')}'\n"
               + (ROOT / "compose/history/roles.sql").read_text())
     env = {**os.environ, "PGPASSWORD": secret("history-db-admin")}
-    subprocess.run(["psql", "-X", "-q", "-h", "127.0.0.1", "-p", str(port()), "-U", "postgres", "-d", "postgres",
-                    "-v", "ON_ERROR_STOP=1", "-f", "-"], input=script, text=True, env=env, check=True,
-                   capture_output=True)
+    # one at a time: two test processes' ALTER ROLE of the same roles at once fail ("tuple
+    # concurrently updated")
+    with locked("history-roles"):
+        subprocess.run(["psql", "-X", "-q", "-h", "127.0.0.1", "-p", str(port()), "-U", "postgres", "-d", "postgres",
+                        "-v", "ON_ERROR_STOP=1", "-f", "-"], input=script, text=True, env=env, check=True,
+                       capture_output=True)
 
 
 @contextmanager

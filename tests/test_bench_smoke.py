@@ -13,7 +13,8 @@ import pytest
 
 from conftest import ROOT, STATE
 
-pytestmark = pytest.mark.full
+# serial (conftest.py): tools/bench pins the shared TiDB to one core and measures pace and CPU
+pytestmark = [pytest.mark.full, pytest.mark.serial]
 
 NUM = r"[-+]?\d+(?:\.\d+)?"
 DB = "sbtest_bench_smoke"

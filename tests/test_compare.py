@@ -20,7 +20,8 @@ import pytest
 import plantools
 from tidbbench.report import stats
 
-pytestmark = pytest.mark.fast
+# serial (conftest.py): its plan sets a TiDB global and its A/A cells assert that nothing recorded differs
+pytestmark = [pytest.mark.fast, pytest.mark.serial]
 
 
 # ---------------------------------------------------------------- statistics

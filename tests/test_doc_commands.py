@@ -29,7 +29,8 @@ import pytest
 
 from doccmds import ROOT, blocks, sh_blocks
 
-pytestmark = pytest.mark.fast
+# serial (conftest.py): the documented blocks run `scripts/stack up`, plans that set globals and the shared history store
+pytestmark = [pytest.mark.fast, pytest.mark.serial]
 
 DB = "sbtest_docs_cmd"
 # Known failures: a text of the command -> (the error it stops with, why). Strict, so the test

@@ -17,7 +17,8 @@ import pytest
 from conftest import ROOT
 from tbstools import faultkit as fs
 
-pytestmark = pytest.mark.full
+# serial (conftest.py): it kills, stops and restarts the stack's servers
+pytestmark = [pytest.mark.full, pytest.mark.serial]
 
 
 @pytest.fixture(scope="module")

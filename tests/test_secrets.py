@@ -19,7 +19,8 @@ import pytest
 from conftest import LOKI, PROM, ROOT, STATE, k6, run_testid
 from tbstools.drive import k6_child
 
-pytestmark = pytest.mark.full
+# serial (conftest.py): it watches every process' arguments and scans all of results/, the logs and Loki
+pytestmark = [pytest.mark.full, pytest.mark.serial]
 
 
 def secrets():

@@ -28,7 +28,8 @@ from conftest import ROOT
 from tidbbench import ReportError
 from tidbbench.sweep import plan as planmod, seedplan
 
-pytestmark = pytest.mark.fast
+# serial (conftest.py): its plans set TiDB globals and assert each run saw its arm's
+pytestmark = [pytest.mark.fast, pytest.mark.serial]
 
 SEEDS = Path(os.environ.get("TBS_SEEDS_DIR") or ROOT.parent / "shared" / "seeds")  # beside the checkout
 PLANS = sorted((ROOT / "plans").glob("seed-*.json"))

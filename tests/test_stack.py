@@ -11,7 +11,8 @@ import pytest
 from conftest import (LOKI, PROM, ROOT, STATE, fresh_db, k6, metric_sum, metrics_text,
                       prom, prom_wait, rows_read, sql, summary, run_testid, userstat)
 
-pytestmark = pytest.mark.full
+# serial (conftest.py): it runs `scripts/stack up` and asserts that nothing was started; it sets MariaDB's userstat
+pytestmark = [pytest.mark.full, pytest.mark.serial]
 
 _OPTIONS = json.loads((ROOT / "k6/contract.json").read_text())["options"]
 DEFAULT_TIMING = {k: str(_OPTIONS[k]["default"]) for k in ("connect_time", "grace_time")}

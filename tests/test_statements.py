@@ -22,7 +22,8 @@ from conftest import ROOT, fresh_db, k6, run_testid, sql, summary, tidb_root
 
 from tidbbench.report import manifest, statements
 
-pytestmark = pytest.mark.fast
+# serial (conftest.py): it turns TiDB's statement summary off, which every other run reads
+pytestmark = [pytest.mark.fast, pytest.mark.serial]
 
 # -- the snapshot arithmetic of k6/lib/statements.js
 

@@ -10,7 +10,8 @@ from tidbbench import contract
 from conftest import fresh_db, k6, run_testid, sql, summary
 import pytest
 
-pytestmark = pytest.mark.full
+# serial (conftest.py): it asserts when the load starts within the connect phase, to the half second
+pytestmark = [pytest.mark.full, pytest.mark.serial]
 
 POINT_SELECT = "select `c` from `sbtest1` where `id` = ?"
 

@@ -5,6 +5,7 @@ conftest's collection hook refuses an untiered test too; this test names the fil
 import ast
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,93 @@ def test_scripts_test_fast_selects_the_fast_tier(tmp_path):
     # a failing Go test fails the tier, and pytest still runs
     p, calls = run_fast_tier(tmp_path / "fails", env={"GO_FAILS": "1"})
     assert p.returncode == 1 and any(c[5:7] == ("-m", "pytest") for c in calls), (p.returncode, calls)
+
+
+PHASES_STUB = """#!/usr/bin/env bash
+# python, stubbed: the arguments (one line, tab-separated) and the exit status of its turn
+printf '%s\\n' "$(IFS=$'\\t'; echo "$*")" >> "$STUB_LOG"
+n=$(wc -l < "$STUB_LOG")
+exit "$(sed -n "${n}p" "$STUB_CODES")"
+"""
+PYTEST = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=12"]
+
+
+def run_phases(tmp_path, codes, *args):
+    """scripts/lib/pytest-phases.sh's pytest_phases ARGS with python stubbed (its n-th call exits
+    codes[n]): (exit status, the calls' arguments)."""
+    bindir, log, rcs = tmp_path / "bin", tmp_path / "calls", tmp_path / "codes"
+    bindir.mkdir(exist_ok=True)
+    (bindir / "python").write_text(PHASES_STUB)
+    (bindir / "python").chmod(0o755)
+    log.write_text("")
+    rcs.write_text("".join(f"{c}\n" for c in codes))
+    script = '. scripts/lib/common.sh; . scripts/lib/pytest-phases.sh; set +e; pytest_phases "$@"; echo "rc=$?"'
+    p = subprocess.run(["bash", "-c", script, "phases", *args], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "STUB_LOG": str(log),
+                            "STUB_CODES": str(rcs)})
+    assert p.stdout.startswith("rc="), p.stdout + p.stderr
+    return int(p.stdout.strip()[3:]), [line.split("\t") for line in log.read_text().splitlines()]
+
+
+def test_the_full_tiers_pytest_runs_side_by_side_then_the_serial_tests_alone(tmp_path):
+    """scripts/test's pytest: the tests not marked serial on two xdist workers (a file's tests on
+    one), then the serial ones alone, each with the extra arguments; a phase with no test (5) is
+    no failure unless neither had any; arguments naming markers or workers run one pytest."""
+    rc, calls = run_phases(tmp_path, [0, 0], "-k", "report")
+    assert rc == 0 and calls == [PYTEST + ["-n", "2", "--dist", "loadfile", "-m", "not serial", "tests", "-k", "report"],
+                                 PYTEST + ["-m", "serial", "tests", "-k", "report"]], calls
+    for codes, want in (([5, 0], 0), ([0, 5], 0), ([5, 5], 5), ([1, 0], 1), ([0, 1], 1), ([2, 5], 1)):
+        rc, calls = run_phases(tmp_path, codes)
+        assert (rc != 0, rc == 5) == (want != 0, want == 5) and len(calls) == 2, (codes, rc, calls)
+    for own in (["-m", "not full"], ["-n", "3"], ["--dist=load"], ["-mfast"]):
+        rc, calls = run_phases(tmp_path, [3], *own)
+        assert rc == 3 and calls == [PYTEST + ["tests", *own]], (own, calls)
+
+
+ONCE = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import conftest
+def make(folder):
+    with open(sys.argv[2], "a") as f:
+        f.write(f"{folder}\\n")
+    time.sleep(1)  # the other process asks meanwhile
+    (folder / "run.json").write_text("{}")
+    return [str(folder), {"made_by": sys.argv[3]}]
+print(conftest.once_per_suite("runs", None, make))
+"""
+
+
+def test_a_suites_shared_run_is_made_once_for_all_its_pytest_processes(tmp_path):
+    """conftest.once_per_suite (the session runs read_write_runs and tpcc_run, asked by the two
+    xdist workers and then by the serial phase): with TBS_SUITE_ID, made once under its lock,
+    every process reading the same value; another suite makes its own."""
+    made = tmp_path / "made"
+    env = {**os.environ, "TBS_STATE": str(tmp_path / "state"), "TBS_SUITE_ID": "s1"}
+    procs = [subprocess.Popen([sys.executable, "-c", ONCE, str(ROOT / "tests"), str(made), str(i)], env=env,
+                              stdout=subprocess.PIPE, text=True) for i in range(2)]
+    outs = [p.communicate(timeout=60)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs) and outs[0] == outs[1], outs
+    assert made.read_text().splitlines() == [str(tmp_path / "state/test-runs/s1/runs")]
+    assert (tmp_path / "state/test-runs/s1/runs/run.json").is_file()
+    p = subprocess.run([sys.executable, "-c", ONCE, str(ROOT / "tests"), str(made), "2"],
+                       env={**env, "TBS_SUITE_ID": "s2"}, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "'made_by': '2'" in p.stdout, p.stdout + p.stderr
+    assert len(made.read_text().splitlines()) == 2
+
+
+def test_every_serial_mark_says_why():
+    """A file or test runs alone (CONTRIBUTING.md, "Tests side by side") for a reason its mark
+    states: a `# serial (conftest.py): why` line above a file's pytestmark, a comment beside a
+    test's @pytest.mark.serial."""
+    unsaid, files = [], 0
+    for f in sorted((ROOT / "tests").glob("test_*.py")):
+        lines = f.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if line.startswith("pytestmark") and "mark.serial" in line:
+                files += 1
+                if not (i and lines[i - 1].startswith("# serial (conftest.py): ") and len(lines[i - 1]) > 40):
+                    unsaid.append(f"{f.name}:{i + 1}")
+            elif line.strip().startswith("@pytest.mark.serial") and "  # " not in line:
+                unsaid.append(f"{f.name}:{i + 1}")
+    assert files >= 10 and not unsaid, (files, unsaid)

@@ -27,7 +27,8 @@ import pytest
 
 from conftest import ROOT, TARGETS, fresh_db, k6, mariadb_root, password, run_testid, sql, summary, tidb_root
 
-pytestmark = pytest.mark.full
+# serial (conftest.py): it turns MariaDB's general log on and counts every statement of the sbtest user
+pytestmark = [pytest.mark.full, pytest.mark.serial]
 
 GOTPC = ROOT / "bin" / "go-tpc"
 OURS, REF = "sbtest_tpcc_ours", "sbtest_tpcc_ref"

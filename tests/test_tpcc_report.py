@@ -28,7 +28,8 @@ from tidbbench import ReportError
 from tidbbench.report import cli, stats
 from tidbbench.sweep import plan as planmod, seedplan, sweep as sw
 
-pytestmark = pytest.mark.fast
+# serial (conftest.py): its plan sets five TiDB globals
+pytestmark = [pytest.mark.fast, pytest.mark.serial]
 
 GOLD = ROOT / "tests/golden/tpcc"
 RES = GOLD / "results"
