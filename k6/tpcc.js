@@ -181,7 +181,7 @@ function editDistance(a, b) {
 }
 function parseOptions(env) {
   for (const key of Object.keys(env)) {
-    if (!/^[a-z][a-z0-9_]*$/.test(key) || NOT_OPTIONS.has(key) || CONTRACT.options[key]) continue;
+    if (!/^[a-z][a-z0-9_]*$/.test(key) || notOption(key) || CONTRACT.options[key]) continue;
     const hint = closest(key);
     throw new OptionError(`unknown option '${key}'${hint ? ` (did you mean '${hint}'?)` : ""}; valid options: ${Object.keys(CONTRACT.options).join(", ")}`);
   }
@@ -234,7 +234,7 @@ function dsn(o2) {
 function where(o2) {
   return `${o2.mysql_host}:${o2.mysql_port} as user '${o2.mysql_user}' (database '${o2.mysql_db}')`;
 }
-var WHOLE, CONTRACT_FILE, SLIM_NOTE, WORKLOAD_NOTE, PARTS, whole, CONTRACT, workloadSpecs, HELP, testidRe, TESTID, NOT_OPTIONS, isHostPort, OptionError;
+var WHOLE, CONTRACT_FILE, SLIM_NOTE, WORKLOAD_NOTE, PARTS, whole, CONTRACT, workloadSpecs, HELP, testidRe, TESTID, NOT_OPTIONS, NOT_OPTION_PREFIXES, notOption, isHostPort, OptionError;
 var init_config = __esm({
   "k6/lib/config.js"() {
     init_rand();
@@ -266,6 +266,8 @@ var init_config = __esm({
     testidRe = null;
     TESTID = { test: (s) => (testidRe || (testidRe = new RegExp(CONTRACT.testid.pattern))).test(s) };
     NOT_OPTIONS = /* @__PURE__ */ new Set(["http_proxy", "https_proxy", "no_proxy", "all_proxy", "ftp_proxy", "help"]);
+    NOT_OPTION_PREFIXES = ["npm_"];
+    notOption = (key) => NOT_OPTIONS.has(key) || NOT_OPTION_PREFIXES.some((p) => key.startsWith(p));
     isHostPort = (s) => /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):\d{1,5}$/.test(s);
     OptionError = class extends Error {
     };

@@ -265,3 +265,28 @@ func TestPasswordFile(t *testing.T) {
 	}
 	_ = sobek.Undefined
 }
+
+// A shell's own lowercase variables that are not options (the proxies; npm's npm_config_*,
+// npm_package_*, ... under `npm run` or a developer's npm settings) are not refused as unknown
+// options; a name close to an option still is (TestBadValuesNameTheValueAndTheValidOnes).
+func TestAShellsProxyAndNpmVariablesAreNotOptions(t *testing.T) {
+	h := New(t, "")
+	c, _ := readContract(t, h)
+	for name := range c.Options {
+		if strings.HasPrefix(name, "npm_") {
+			t.Fatalf("option %s starts with npm_, which parseOptions leaves to npm", name)
+		}
+	}
+	env := map[string]string{"npm_config_cache": "/tmp/npm", "npm_package_name": "x", "npm_lifecycle_event": "test",
+		"http_proxy": "http://proxy:3128", "no_proxy": "localhost", "threads": "2"}
+	o, err := parse(t, h, env)
+	if err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	if j, _ := json.Marshal(o["threads"]); string(j) != "[2]" {
+		t.Errorf("threads parsed as %s", j)
+	}
+	if _, err := parse(t, h, map[string]string{"npmconfig": "x"}); err == nil || !strings.Contains(err.Error(), "unknown option 'npmconfig'") {
+		t.Errorf("npmconfig (no npm_ prefix): %v", err)
+	}
+}

@@ -70,8 +70,12 @@ const HELP = () => whole.options;
 let testidRe = null;
 const TESTID = { test: (s) => (testidRe || (testidRe = new RegExp(CONTRACT.testid.pattern))).test(s) };
 
-// Lowercase variables a shell may export that are not options.
+// Lowercase variables a shell may export that are not options: the proxies, and npm's (npm run
+// and a shell with npm_config_* set export npm_config_*, npm_package_*, npm_lifecycle_*, ...),
+// which no option's name starts with (k6/jstest/options_test.go).
 const NOT_OPTIONS = new Set(['http_proxy', 'https_proxy', 'no_proxy', 'all_proxy', 'ftp_proxy', 'help']);
+const NOT_OPTION_PREFIXES = ['npm_'];
+const notOption = (key) => NOT_OPTIONS.has(key) || NOT_OPTION_PREFIXES.some((p) => key.startsWith(p));
 
 // An address only: host:port, no scheme, path or user (options hostport and hostports; the
 // literal is compiled only where an address is given, not in every VU).
@@ -189,7 +193,7 @@ function editDistance(a, b) {
 // parseOptions(env) -> a plain object with every option. Throws OptionError on bad input.
 export function parseOptions(env) {
   for (const key of Object.keys(env)) {
-    if (!/^[a-z][a-z0-9_]*$/.test(key) || NOT_OPTIONS.has(key) || CONTRACT.options[key]) continue;
+    if (!/^[a-z][a-z0-9_]*$/.test(key) || notOption(key) || CONTRACT.options[key]) continue;
     const hint = closest(key);
     throw new OptionError(`unknown option '${key}'${hint ? ` (did you mean '${hint}'?)` : ''}; valid options: ${Object.keys(CONTRACT.options).join(', ')}`);
   }
