@@ -42,14 +42,17 @@ FAST = os.environ.get("TBS_TIER") == "fast"  # set by scripts/test --fast
 def pytest_configure(config):
     config.addinivalue_line("markers", "fast: needs no server and no build beyond Go's cache (scripts/test --fast)")
     config.addinivalue_line("markers", "full: needs the local stack, a built binary or a long run (scripts/test)")
-    config.addinivalue_line("markers", "serial: runs with no other test beside it (scripts/test's second pytest; "
-                                       "CONTRIBUTING.md): it changes or restarts what every test shares, or times "
-                                       "or paces something the other tests' load would move")
+    config.addinivalue_line("markers", "serial: runs with no other test beside it (scripts/test's first pytest; "
+                                       "CONTRIBUTING.md): it changes or restarts what every test shares")
+    config.addinivalue_line("markers", "quiet: runs alone on a quiet machine, after every build and every other "
+                                       "test (scripts/test's last pytest; CONTRIBUTING.md): it times, paces or "
+                                       "weighs something that any other load would move")
 
 
-# -- two at a time (CONTRIBUTING.md, "Tests side by side"): scripts/test runs the tests not marked
-# serial in two pytest-xdist workers (--dist loadfile: a file's tests on one worker, so its module
-# fixtures run once), then the serial ones alone. What the side-by-side tests share is made safe
+# -- two at a time (CONTRIBUTING.md, "Tests side by side"): scripts/test runs the tests marked
+# serial alone (its last setup lanes beside them), then the tests marked neither serial nor quiet
+# in two pytest-xdist workers (--dist loadfile: a file's tests on one worker, so its module
+# fixtures run once), then the quiet ones alone. What the side-by-side tests share is made safe
 # for two: `scripts/stack up` takes a lock, k6.env and the sysbench option file are replaced whole,
 # and the session runs below are made once per suite, under a lock, for every pytest process.
 SUITE = os.environ.get("TBS_SUITE_ID", "")  # set by scripts/test: one id for its pytest processes

@@ -13,8 +13,8 @@ import pytest
 
 from conftest import ROOT, STATE
 
-# serial (conftest.py): tools/bench pins the shared TiDB to one core and measures pace and CPU
-pytestmark = [pytest.mark.full, pytest.mark.serial]
+# quiet (conftest.py): tools/bench pins the shared TiDB to one core and measures pace and CPU
+pytestmark = [pytest.mark.full, pytest.mark.quiet]
 
 NUM = r"[-+]?\d+(?:\.\d+)?"
 DB = "sbtest_bench_smoke"

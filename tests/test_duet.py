@@ -462,7 +462,7 @@ def check_judged_without_partner(res, e):
 
 
 @pytest.mark.full
-@pytest.mark.serial  # its pair's windows and disturbance are asserted: another test's load would rerun pairs
+@pytest.mark.quiet  # its pair's windows and disturbance are asserted: another test's load would rerun pairs
 def test_a_duet_plan_on_mariadb_and_tidb(stack, tmp_path):
     from conftest import fresh_db
     db = "sbtest_duet_it"

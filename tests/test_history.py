@@ -417,7 +417,7 @@ def test_cpu_cap_holds_a_busy_process_to_its_share_and_puts_it_back():
 
 
 @pytest.mark.full
-@pytest.mark.serial  # its two loops' shares of core 1 are asserted: another test's load there moves them
+@pytest.mark.quiet  # its two loops' shares of core 1 are asserted: another test's load there moves them
 def test_cpu_weights_split_one_core_by_process_and_put_them_back():
     """benchkit.CpuWeights on the real cgroup v1 cpu controller (the duet's, tools/history-quality
     --duet): two busy loops on one core split it evenly at equal weights, and at weights 1 : 0.5

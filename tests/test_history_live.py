@@ -22,8 +22,8 @@ from conftest import fresh_db, k6, sql, tidb_root
 from tidbbench.history import cli as history, pg as historypg, store as historystore
 import pytest
 
-# serial (conftest.py): it sets a TiDB global for half its runs and asserts the one change point it makes
-pytestmark = [pytest.mark.full, pytest.mark.serial]
+# quiet (conftest.py): it sets a TiDB global for half its runs and asserts the one change point it makes
+pytestmark = [pytest.mark.full, pytest.mark.quiet]
 
 VAR, VALUE = "tidb_opt_index_lookup_cost_factor", 1000000
 RUNS, FLIP = 8, 4

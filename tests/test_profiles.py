@@ -19,8 +19,8 @@ from conftest import ROOT, fresh_db, k6, run_testid, sql, summary
 from tidbbench.report import flame, pprof, profiles, stats
 from tidbbench.report.manifest import Run, RunSet
 
-# serial (conftest.py): its profiles' windows are asserted to the half second
-pytestmark = [pytest.mark.fast, pytest.mark.serial]
+# quiet (conftest.py): its profiles' windows are asserted to the half second
+pytestmark = [pytest.mark.fast, pytest.mark.quiet]
 
 GOLDEN = ROOT / "tests/golden/profile/tidb-oltp_point_select.pb.gz"
 

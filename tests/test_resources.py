@@ -23,8 +23,8 @@ from tidbbench.report.loadgen import usable_cores
 from tidbbench.report.prom import Prometheus, run_figures
 from test_report_helpers import md_tables_after, run_report
 
-# serial (conftest.py): its database CPU is the whole server's, which other tests' load would move
-pytestmark = [pytest.mark.full, pytest.mark.serial]
+# quiet (conftest.py): its database CPU is the whole server's, which other tests' load would move
+pytestmark = [pytest.mark.full, pytest.mark.quiet]
 
 @pytest.fixture(scope="module")
 def runs(read_write_runs):

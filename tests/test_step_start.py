@@ -10,8 +10,8 @@ from tidbbench import contract
 from conftest import fresh_db, k6, run_testid, sql, summary
 import pytest
 
-# serial (conftest.py): it asserts when the load starts within the connect phase, to the half second
-pytestmark = [pytest.mark.full, pytest.mark.serial]
+# quiet (conftest.py): it asserts when the load starts within the connect phase, to the half second
+pytestmark = [pytest.mark.full, pytest.mark.quiet]
 
 POINT_SELECT = "select `c` from `sbtest1` where `id` = ?"
 

@@ -4,6 +4,7 @@ long runs: scripts/test); a fast file's test that needs more carries @pytest.mar
 conftest's collection hook refuses an untiered test too; this test names the file."""
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -99,22 +100,24 @@ def test_scripts_test_fast_selects_the_fast_tier(tmp_path):
 PHASES_STUB = """#!/usr/bin/env bash
 # python, stubbed: the arguments (one line, tab-separated) and the exit status of its turn
 printf '%s\\n' "$(IFS=$'\\t'; echo "$*")" >> "$STUB_LOG"
-n=$(wc -l < "$STUB_LOG")
+n=$(grep -vcx BEFORE "$STUB_LOG")  # its turn: BEFORE is no python call
 exit "$(sed -n "${n}p" "$STUB_CODES")"
 """
 PYTEST = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=12"]
 
 
-def run_phases(tmp_path, codes, *args):
-    """scripts/lib/pytest-phases.sh's pytest_phases ARGS with python stubbed (its n-th call exits
-    codes[n]): (exit status, the calls' arguments)."""
+def run_phases(tmp_path, codes, *args, before_rc=0):
+    """scripts/lib/pytest-phases.sh's pytest_phases BEFORE ARGS with python stubbed (its n-th call
+    exits codes[n]) and BEFORE a function that logs ["BEFORE"] and returns before_rc: (exit status,
+    the calls' arguments)."""
     bindir, log, rcs = tmp_path / "bin", tmp_path / "calls", tmp_path / "codes"
     bindir.mkdir(exist_ok=True)
     (bindir / "python").write_text(PHASES_STUB)
     (bindir / "python").chmod(0o755)
     log.write_text("")
     rcs.write_text("".join(f"{c}\n" for c in codes))
-    script = '. scripts/lib/common.sh; . scripts/lib/pytest-phases.sh; set +e; pytest_phases "$@"; echo "rc=$?"'
+    script = ('. scripts/lib/common.sh; . scripts/lib/pytest-phases.sh; set +e; '
+              f'before() {{ echo BEFORE >> "$STUB_LOG"; return {before_rc}; }}; pytest_phases before "$@"; echo "rc=$?"')
     p = subprocess.run(["bash", "-c", script, "phases", *args], cwd=ROOT, capture_output=True, text=True, timeout=60,
                        env={**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "STUB_LOG": str(log),
                             "STUB_CODES": str(rcs)})
@@ -122,19 +125,29 @@ def run_phases(tmp_path, codes, *args):
     return int(p.stdout.strip()[3:]), [line.split("\t") for line in log.read_text().splitlines()]
 
 
-def test_the_full_tiers_pytest_runs_side_by_side_then_the_serial_tests_alone(tmp_path):
-    """scripts/test's pytest: the tests not marked serial on two xdist workers (a file's tests on
-    one), then the serial ones alone, each with the extra arguments; a phase with no test (5) is
-    no failure unless neither had any; arguments naming markers or workers run one pytest."""
-    rc, calls = run_phases(tmp_path, [0, 0], "-k", "report")
-    assert rc == 0 and calls == [PYTEST + ["-n", "2", "--dist", "loadfile", "-m", "not serial", "tests", "-k", "report"],
-                                 PYTEST + ["-m", "serial", "tests", "-k", "report"]], calls
-    for codes, want in (([5, 0], 0), ([0, 5], 0), ([5, 5], 5), ([1, 0], 1), ([0, 1], 1), ([2, 5], 1)):
+def test_the_full_tiers_pytest_runs_serial_then_side_by_side_then_quiet(tmp_path):
+    """scripts/test's pytest: the serial tests alone, then BEFORE (its wait for the late setup
+    lanes), then the tests marked neither serial nor quiet on two xdist workers (a file's tests on
+    one), then the quiet ones alone, each with the extra arguments. A phase with no test (5) is no
+    failure unless none had any; a failed BEFORE fails it, and the phases after it still run;
+    arguments naming markers or workers run BEFORE and one pytest."""
+    rc, calls = run_phases(tmp_path, [0, 0, 0], "-k", "report")
+    assert rc == 0 and calls == [PYTEST + ["-m", "serial", "tests", "-k", "report"], ["BEFORE"],
+                                 PYTEST + ["-n", "2", "--dist", "loadfile", "-m", "not serial and not quiet", "tests",
+                                           "-k", "report"],
+                                 PYTEST + ["-m", "quiet", "tests", "-k", "report"]], calls
+    for codes, want in (([5, 0, 0], 0), ([0, 5, 5], 0), ([5, 5, 0], 0), ([5, 5, 5], 5), ([1, 0, 0], 1),
+                        ([0, 1, 0], 1), ([0, 0, 1], 1), ([2, 5, 5], 1), ([5, 5, 3], 1)):
         rc, calls = run_phases(tmp_path, codes)
-        assert (rc != 0, rc == 5) == (want != 0, want == 5) and len(calls) == 2, (codes, rc, calls)
+        assert (rc != 0, rc == 5) == (want != 0, want == 5) and len(calls) == 4, (codes, rc, calls)
+    for codes in ([0, 0, 0], [5, 5, 5]):
+        rc, calls = run_phases(tmp_path, codes, before_rc=1)
+        assert rc == 1 and len(calls) == 4 and calls[1] == ["BEFORE"], (codes, rc, calls)
     for own in (["-m", "not full"], ["-n", "3"], ["--dist=load"], ["-mfast"]):
         rc, calls = run_phases(tmp_path, [3], *own)
-        assert rc == 3 and calls == [PYTEST + ["tests", *own]], (own, calls)
+        assert rc == 3 and calls == [["BEFORE"], PYTEST + ["tests", *own]], (own, calls)
+        rc, calls = run_phases(tmp_path, [0], *own, before_rc=1)
+        assert rc == 1 and calls == [["BEFORE"]], (own, calls)
 
 
 ONCE = """
@@ -169,18 +182,22 @@ def test_a_suites_shared_run_is_made_once_for_all_its_pytest_processes(tmp_path)
     assert len(made.read_text().splitlines()) == 2
 
 
-def test_every_serial_mark_says_why():
+def test_every_serial_and_quiet_mark_says_why():
     """A file or test runs alone (CONTRIBUTING.md, "Tests side by side") for a reason its mark
-    states: a `# serial (conftest.py): why` line above a file's pytestmark, a comment beside a
-    test's @pytest.mark.serial."""
-    unsaid, files = [], 0
+    states: a `# serial (conftest.py): why` or `# quiet (conftest.py): why` line above a file's
+    pytestmark, a comment beside a test's @pytest.mark.serial or quiet; no file or test has both."""
+    unsaid, files = [], {"serial": 0, "quiet": 0}
     for f in sorted((ROOT / "tests").glob("test_*.py")):
-        lines = f.read_text().splitlines()
+        lines, file_mark = f.read_text().splitlines(), None
         for i, line in enumerate(lines):
-            if line.startswith("pytestmark") and "mark.serial" in line:
-                files += 1
-                if not (i and lines[i - 1].startswith("# serial (conftest.py): ") and len(lines[i - 1]) > 40):
+            marks = [m for m in files if f"mark.{m}" in line]
+            if line.startswith("pytestmark") and marks:
+                files[marks[0]] += 1
+                file_mark = marks[0]
+                if len(marks) > 1 or not (i and lines[i - 1].startswith(f"# {marks[0]} (conftest.py): ")
+                                          and len(lines[i - 1]) > 40):
                     unsaid.append(f"{f.name}:{i + 1}")
-            elif line.strip().startswith("@pytest.mark.serial") and "  # " not in line:
+            elif re.match(r"\s*@pytest\.mark\.(serial|quiet)\b", line) and (
+                    len(marks) > 1 or "  # " not in line or file_mark not in (None, *marks)):
                 unsaid.append(f"{f.name}:{i + 1}")
-    assert files >= 10 and not unsaid, (files, unsaid)
+    assert files["serial"] >= 8 and files["quiet"] >= 5 and not unsaid, (files, unsaid)

@@ -13,8 +13,8 @@ import pytest
 
 from conftest import TARGETS, fresh_db, k6, prom, prom_wait, rows_read, run_testid, sql, summary, sysbench_password_option, userstat
 
-# serial (conftest.py): it sets MariaDB's userstat and asserts elapsed times, rates and latency against sysbench
-pytestmark = [pytest.mark.full, pytest.mark.serial]
+# quiet (conftest.py): it sets MariaDB's userstat and asserts elapsed times, rates and latency against sysbench
+pytestmark = [pytest.mark.full, pytest.mark.quiet]
 
 
 def prepared(target, name, tables=2, rows=2000, extra=()):

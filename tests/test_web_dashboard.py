@@ -20,8 +20,8 @@ from test_report_helpers import decode_png
 
 import pytest
 
-# serial (conftest.py): its screenshots must land inside a step's seconds
-pytestmark = [pytest.mark.full, pytest.mark.serial]
+# quiet (conftest.py): its screenshots must land inside a step's seconds
+pytestmark = [pytest.mark.full, pytest.mark.quiet]
 
 CONFIG = ROOT / "grafana/k6-web-dashboard/config.json"
 # the metrics a run writes (docs/CONTRACT.md), as k6 names them, and k6's own vus

@@ -10,6 +10,11 @@ STATE=${TBS_STATE:-$ROOT/.stack}
 . "$ROOT/scripts/lib/versions.sh"
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# base_step_only: true in a part's first step under scripts/test (TBS_SETUP_PART=base), where a
+# test setup script stops after what needs none of the stack's binaries; scripts/test runs it
+# again in full once they are built (its late lanes: CONTRIBUTING.md, "The suite's time").
+base_step_only() { [ "${TBS_SETUP_PART:-}" = base ]; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # apt_install PKG...: Debian packages, installed as root, their services kept from starting (the

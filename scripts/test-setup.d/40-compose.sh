@@ -20,7 +20,9 @@ fi
 log "building bin/alloy-check (tests/tools/alloycheck)"
 (cd tests/tools/alloycheck && CGO_ENABLED=0 go build -trimpath -o "$ROOT/bin/alloy-check.tmp" . && mv "$ROOT/bin/alloy-check.tmp" "$ROOT/bin/alloy-check")
 
-scripts/build compose loki tidb prometheus
+scripts/build compose
+base_step_only && exit 0
+scripts/build loki tidb prometheus
 
 # scripts/test runs pytest from the one venv (tests/requirements.txt); when this script runs on
 # its own, the shared bootstrap makes that venv too.
