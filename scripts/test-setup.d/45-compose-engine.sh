@@ -21,7 +21,7 @@ DOCKER=/usr/bin/docker   # Debian's client, the same release as the engine
 if ! "$DOCKER" info >/dev/null 2>&1; then
   mkdir -p "$STATE/logs"
   log "starting dockerd (log: $STATE/logs/dockerd.log)"
-  # at the default priority whatever this script's own (scripts/test runs it at nice 10): the
+  # at the default priority whatever this script's own (scripts/test runs it at nice 19): the
   # engine runs the compose engine test's containers beside other tests later
   setsid nice -n "$((-$(nice)))" dockerd --iptables=false --ip-masq=false >"$STATE/logs/dockerd.log" 2>&1 < /dev/null &
   for _ in $(seq 60); do "$DOCKER" info >/dev/null 2>&1 && break; sleep 1; done
