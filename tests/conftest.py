@@ -49,11 +49,11 @@ def pytest_configure(config):
                                        "weighs something that any other load would move")
 
 
-# -- two at a time (CONTRIBUTING.md, "Tests side by side"): scripts/test runs the tests marked
+# -- side by side (CONTRIBUTING.md, "Tests side by side"): scripts/test runs the tests marked
 # serial alone (its last setup lanes beside them), then the tests marked neither serial nor quiet
-# in three pytest-xdist workers (--dist loadfile: a file's tests on one worker, so its module
+# in two pytest-xdist workers (--dist loadfile: a file's tests on one worker, so its module
 # fixtures run once), then the quiet ones alone. What the side-by-side tests share is made safe
-# for two: `scripts/stack up` takes a lock, k6.env and the sysbench option file are replaced whole,
+# for several: `scripts/stack up` takes a lock, k6.env and the sysbench option file are replaced whole,
 # and the session runs below are made once per suite, under a lock, for every pytest process.
 SUITE = os.environ.get("TBS_SUITE_ID", "")  # set by scripts/test: one id for its pytest processes
 
