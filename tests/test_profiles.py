@@ -19,8 +19,7 @@ from conftest import ROOT, fresh_db, k6, run_testid, sql, summary
 from tidbbench.report import flame, pprof, profiles, stats
 from tidbbench.report.manifest import Run, RunSet
 
-# quiet (conftest.py): its profiles' windows are asserted to the half second
-pytestmark = [pytest.mark.fast, pytest.mark.quiet]
+pytestmark = [pytest.mark.fast]
 
 GOLDEN = ROOT / "tests/golden/profile/tidb-oltp_point_select.pb.gz"
 
@@ -330,6 +329,7 @@ def tidb_run(stack):
 
 
 @pytest.mark.full
+@pytest.mark.quiet  # its profiles' windows are asserted to the half second
 def test_a_tidb_run_keeps_a_profile_per_step_that_pprof_opens(tidb_run, tmp_path):
     m, _ = tidb_run
     for step in m["steps"]:
@@ -359,6 +359,7 @@ def test_a_tidb_run_keeps_a_profile_per_step_that_pprof_opens(tidb_run, tmp_path
 
 
 @pytest.mark.full
+@pytest.mark.quiet  # its step times are asserted to the half second, against the run's
 def test_a_refused_status_port_gives_no_profile_and_the_run_goes_on(tidb_run):
     m0, common = tidb_run
     ln = socket.socket()
@@ -386,6 +387,7 @@ def refused_port():
 
 
 @pytest.mark.full
+@pytest.mark.quiet  # its profiles' windows are asserted to the tenth of a second
 def test_k6s_own_profile_is_taken_beside_tidbs_and_a_silent_tikv_and_pd_say_why(tidb_run, tmp_path):
     """profile_client=true on the local TiDB: k6's own profile over TiDB's window, with its query
     count, read by our decoder and by `go tool pprof`; TiKV and PD addresses where nothing listens

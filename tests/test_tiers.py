@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,44 @@ def test_scripts_test_fast_selects_the_fast_tier(tmp_path):
     # a failing Go test fails the tier, and pytest still runs
     p, calls = run_fast_tier(tmp_path / "fails", env={"GO_FAILS": "1"})
     assert p.returncode == 1 and any(c[5:7] == ("-m", "pytest") for c in calls), (p.returncode, calls)
+
+
+SLOW_GO = """#!/bin/sh
+# go, stubbed: its version; any other call records its pid and builds for a minute
+[ "$1" = env ] && { echo go1.26.8; exit 0; }
+echo $$ >> "$STUB_PIDS"
+sleep 60
+"""
+
+
+def test_a_suite_that_dies_in_its_setup_leaves_no_lane_building(tmp_path):
+    """The full tier starts its build lanes before the venv's pip (they need no Python): when pip
+    fails, scripts/test exits non-zero at once, says the late lanes' go-ahead is "failed", and no
+    build it started runs on (each lane's processes, children first). Mutation: without
+    early_exit's kill the stub builds outlive the suite."""
+    state, bindir, pids = tmp_path / "state", tmp_path / "bin", tmp_path / "pids"
+    (state / "venv/bin").mkdir(parents=True)
+    bindir.mkdir()
+    # pip fails, once a build is under way (at most 20 s on)
+    (state / "venv/bin/python").write_text('#!/bin/sh\nfor i in $(seq 200); do [ -s "$STUB_PIDS" ] && break; sleep 0.1; done\n'
+                                           'exit 1\n')
+    (bindir / "go").write_text(SLOW_GO)
+    for f in (state / "venv/bin/python", bindir / "go"):
+        f.chmod(0o755)
+    env = {**os.environ, "TBS_STATE": str(state), "TBS_CACHE": str(tmp_path / "cache"), "STUB_PIDS": str(pids),
+           "PATH": f"{bindir}:{os.environ['PATH']}"}
+    t0 = time.time()
+    p = subprocess.run([str(ROOT / "scripts/test")], env=env, capture_output=True, text=True, timeout=50)
+    assert p.returncode != 0 and time.time() - t0 < 30, (p.returncode, p.stderr[-2000:])
+    assert (state / "logs/setup-stack-lanes.result").read_text().strip() == "failed"
+    started = [int(x) for x in pids.read_text().split()] if pids.exists() else []
+    assert started, "no build lane had started before pip ran: " + p.stderr[-2000:]
+    time.sleep(0.5)
+    alive = [pid for pid in started if Path(f"/proc/{pid}").exists()
+             and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"]
+    for pid in alive:
+        os.kill(pid, 9)
+    assert not alive, f"builds still running after the suite exited: {alive}"
 
 
 PHASES_STUB = """#!/usr/bin/env bash

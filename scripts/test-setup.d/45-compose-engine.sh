@@ -21,17 +21,21 @@ DOCKER=/usr/bin/docker   # Debian's client, the same release as the engine
 if ! "$DOCKER" info >/dev/null 2>&1; then
   mkdir -p "$STATE/logs"
   log "starting dockerd (log: $STATE/logs/dockerd.log)"
-  # at the default priority whatever this script's own (scripts/test runs it at nice 19): the
-  # engine runs the compose engine test's containers beside other tests later
-  setsid nice -n "$((-$(nice)))" dockerd --iptables=false --ip-masq=false >"$STATE/logs/dockerd.log" 2>&1 < /dev/null &
+  # at this script's priority (scripts/test runs it at nice 19): the images below are built in the
+  # engine, beside the builds and the serial tests, which go first; back to the default priority
+  # once they are built (below)
+  setsid dockerd --iptables=false --ip-masq=false >"$STATE/logs/dockerd.log" 2>&1 < /dev/null &
+  pid=$!
   for _ in $(seq 60); do "$DOCKER" info >/dev/null 2>&1 && break; sleep 1; done
   "$DOCKER" info >/dev/null 2>&1 || die "dockerd did not start (see $STATE/logs/dockerd.log)"
+  if [ "$(nice)" -gt 0 ]; then mkdir -p "$STATE/run"; echo "$pid" > "$STATE/run/dockerd-niced.pid"; fi
 fi
 log "Docker engine $("$DOCKER" version -f '{{.Server.Version}}'), compose $(docker compose version --short 2>/dev/null || echo missing)"
 
 # First the k6 image's two stand-ins, which need none of scripts/build's binaries (scripts/test
-# runs this step beside the builds), then the k6 image (its build runs in the engine, at the
-# engine's priority: so later, beside the serial tests) and the stand-ins made of those binaries.
+# runs this step beside the builds), then the k6 image (later, beside the serial tests: the engine
+# builds it at its own priority, which the stack's builds would share) and the stand-ins made of
+# those binaries.
 tests/compose-engine/build-standins --base
 base_step_only && exit 0
 set -a; . "$ROOT/.env"; set +a
@@ -43,3 +47,15 @@ tests/compose-engine/build-standins
 log "compose engine test: stand-in images (no registry here): $(tests/compose-engine/build-standins --list | tr '\n' ' ')"
 log "compose engine test: services that cannot run here (no image to be had): $(
   sed -n 's/^  \([a-z0-9-]*\): {profiles: \[not-on-this-machine\]}$/\1/p' tests/compose-engine/compose.override.yaml | tr '\n' ' ')"
+# The engine this script started at a low priority runs the compose engine test's containers
+# later, beside other tests, at the default one: dockerd and containerd (its child, which starts
+# each container) back to nice 0
+if [ -s "$STATE/run/dockerd-niced.pid" ]; then
+  pid=$(cat "$STATE/run/dockerd-niced.pid")
+  if [ "$(ps -o comm= -p "$pid")" = dockerd ]; then
+    # shellcheck disable=SC2046 # one pid a word
+    renice -n 0 -p "$pid" $(pgrep -P "$pid") >/dev/null
+    log "Docker engine (pid $pid) and its children back to the default priority"
+  fi
+  rm -f "$STATE/run/dockerd-niced.pid"
+fi
