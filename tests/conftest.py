@@ -15,6 +15,13 @@ import pymysql
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# The Go compiler's flags every go command of ours uses (scripts/lib/common.sh's TBS_GOFLAGS, in
+# GOFLAGS: scripts/test exports it), also for a pytest run outside scripts/test, so the tests' go
+# builds, go test and go vet reuse the packages scripts/build compiled
+_TBS_GOFLAGS = re.search(r"^TBS_GOFLAGS=(\S+)$", (ROOT / "scripts/lib/common.sh").read_text(), re.M).group(1)
+if _TBS_GOFLAGS not in os.environ.get("GOFLAGS", "").split():
+    os.environ["GOFLAGS"] = (os.environ.get("GOFLAGS", "") + " " + _TBS_GOFLAGS).strip()
 STATE = Path(os.environ.get("TBS_STATE", ROOT / ".stack"))
 PROM = "http://127.0.0.1:9090"
 LOKI = "http://127.0.0.1:3100"
@@ -51,7 +58,7 @@ def pytest_configure(config):
 
 # -- side by side (CONTRIBUTING.md, "Tests side by side"): scripts/test runs the tests marked
 # serial alone (its last setup lanes beside them), then the tests marked neither serial nor quiet
-# in two pytest-xdist workers (--dist loadfile: a file's tests on one worker, so its module
+# in three pytest-xdist workers (--dist loadfile: a file's tests on one worker, so its module
 # fixtures run once), then the quiet ones alone. What the side-by-side tests share is made safe
 # for several: `scripts/stack up` takes a lock, k6.env and the sysbench option file are replaced whole,
 # and the session runs below are made once per suite, under a lock, for every pytest process.

@@ -79,7 +79,7 @@ def alloy_docs():
     v = pinned_version()
     p = subprocess.run(["go", "mod", "download", "-json", f"github.com/grafana/alloy@{v}"], cwd="/tmp",
                        capture_output=True, text=True, timeout=600,
-                       env=dict(os.environ, GOFLAGS="-mod=mod", GOSUMDB="off"))
+                       env=dict(os.environ, GOFLAGS=os.environ["GOFLAGS"] + " -mod=mod", GOSUMDB="off"))
     info = json.loads(p.stdout or "{}")
     assert p.returncode == 0 and info.get("Dir"), \
         f"Alloy {v}'s source is not to be had from the Go module proxy: {info.get('Error', p.stderr)}"

@@ -45,7 +45,7 @@ def versions():
 def module_dashboards_dir():
     v = versions()["TIDB_MODULE_VERSION"]
     p = subprocess.run(["go", "mod", "download", "-json", f"github.com/pingcap/tidb@{v}"], cwd="/tmp",
-                       capture_output=True, text=True, env={**os.environ, "GOFLAGS": "-mod=mod", "GOSUMDB": "off"})
+                       capture_output=True, text=True, env={**os.environ, "GOFLAGS": os.environ["GOFLAGS"] + " -mod=mod", "GOSUMDB": "off"})
     assert p.returncode == 0, p.stderr
     d = os.path.join(json.loads(p.stdout)["Dir"], "pkg", "metrics", "grafana")
     assert os.path.isdir(d), d

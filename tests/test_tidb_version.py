@@ -69,7 +69,7 @@ def test_the_release_line_is_the_modules():
     v = versions()
     p = subprocess.run(["go", "mod", "download", "-json", f"github.com/pingcap/tidb@{v['TIDB_MODULE_VERSION']}"],
                        cwd="/tmp", capture_output=True, text=True,
-                       env={**os.environ, "GOFLAGS": "-mod=mod", "GOSUMDB": "off"}, timeout=600)
+                       env={**os.environ, "GOFLAGS": os.environ["GOFLAGS"] + " -mod=mod", "GOSUMDB": "off"}, timeout=600)
     assert p.returncode == 0, p.stderr
     src = (open(os.path.join(json.loads(p.stdout)["Dir"], "pkg/session/bootstrap.go"), encoding="utf-8").read())
     line = v["TIDB_RELEASE_LINE"]

@@ -166,13 +166,13 @@ def run_phases(tmp_path, codes, *args, before_rc=0):
 
 def test_the_full_tiers_pytest_runs_serial_then_side_by_side_then_quiet(tmp_path):
     """scripts/test's pytest: the serial tests alone, then BEFORE (its wait for the late setup
-    lanes), then the tests marked neither serial nor quiet on two xdist workers (a file's tests
+    lanes), then the tests marked neither serial nor quiet on three xdist workers (a file's tests
     on one), then the quiet ones alone, each with the extra arguments. A phase with no test (5) is no
     failure unless none had any; a failed BEFORE fails it, and the phases after it still run;
     arguments naming markers or workers run BEFORE and one pytest."""
     rc, calls = run_phases(tmp_path, [0, 0, 0], "-k", "report")
     assert rc == 0 and calls == [PYTEST + ["-m", "serial", "tests", "-k", "report"], ["BEFORE"],
-                                 PYTEST + ["-n", "2", "--dist", "loadfile", "-m", "not serial and not quiet", "tests",
+                                 PYTEST + ["-n", "3", "--dist", "loadfile", "-m", "not serial and not quiet", "tests",
                                            "-k", "report"],
                                  PYTEST + ["-m", "quiet", "tests", "-k", "report"]], calls
     for codes, want in (([5, 0, 0], 0), ([0, 5, 5], 0), ([5, 5, 0], 0), ([5, 5, 5], 5), ([1, 0, 0], 1),

@@ -7,6 +7,7 @@ package jstest
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -48,8 +49,11 @@ export function run(testid, pid) {
 	if d["available"] != true || d["db_process"] != fmt.Sprintf("me (pid %d)", os.Getpid()) {
 		t.Errorf("disturbance %v", d)
 	}
-	// the database is this process here: it and "k6" are the same CPU
-	if db, cl := d["db_cpu_s"].(float64), d["client_cpu_s"].(float64); db <= 0 || db != cl {
+	// the database is this process here: it and "k6" are the same CPU, read one after the other
+	// (self, then the pid) at each end of the window. /proc counts whole ticks (10 ms), and a
+	// timer tick may land between the two reads, on each of two cores' threads: so they agree
+	// within 4 ticks (a fresh-machine run read 0.22 and 0.23 s of about 0.3)
+	if db, cl := d["db_cpu_s"].(float64), d["client_cpu_s"].(float64); db <= 0 || math.Abs(db-cl) > 0.04+1e-9 {
 		t.Errorf("db %v, client %v", d["db_cpu_s"], d["client_cpu_s"])
 	}
 	if b, a := d["canary_before_ns"].(float64), d["canary_after_ns"].(float64); b < 1e5 || a < 1e5 {

